@@ -1,0 +1,374 @@
+#!/usr/bin/python3
+"""`make bench` driver: runs tenon and the Thinc / PyTorch anchors, prints a table.
+
+Usage:
+  /usr/bin/python3 bench/run.py --tenon build/bench/tenon_bench [--out build/bench.json]
+      [--quick] [--repeat R] [--systems tenon,thinc,pytorch,pytorch-mt,thinc-mt]
+      [--fraction F] [--latency-n N] [--figures a,b,c] [--timeout S]
+      [--tenon-threads N] [--python PATH] [--anchor-lib-dir DIR]
+
+Every system is a subprocess that accepts
+    --fraction F --latency-n N --figures a,b,c --threads N
+and prints JSON lines {"figure", "system", "value", "unit"} on stdout (anything else on
+stdout is ignored; stderr is passed through as progress).  Each system runs R times
+(repeats are interleaved across systems); the median per (figure, system) is reported.
+The ratio columns are anchor / tenon: how many times faster tenon is (all timing figures
+are lower-is-better; no ratio is shown for accuracy).
+
+Systems:
+  tenon       the C++ binary given by --tenon, with --threads <--tenon-threads> (default 1)
+  tenon-mt    the same binary with --threads 0 (its records are relabelled "tenon-mt")
+  thinc       bench/bench_thinc.py --threads 1      thinc-mt    ... --threads 0 (default)
+  pytorch     bench/bench_torch.py --threads 1      pytorch-mt  ... --threads 0 (default)
+
+The anchors run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from their
+environment (these machine-wide settings slow OpenBLAS down); tenon keeps the environment.
+A missing binary, a missing Python package or a failing system is reported and skipped.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIGURES = [
+    "train_epoch_b128",
+    "train_epoch_b32",
+    "predict10k_b128",
+    "predict10k_b1024",
+    "latency_b1_p50",
+    "latency_b1_p99",
+    "accuracy_1epoch",
+]
+HIGHER_IS_BETTER = {"accuracy_1epoch"}
+DEFAULT_SYSTEMS = ["tenon", "thinc", "pytorch", "pytorch-mt", "thinc-mt"]
+KNOWN_SYSTEMS = ["tenon", "tenon-mt", "thinc", "thinc-mt", "pytorch", "pytorch-mt"]
+ANCHOR_ENV_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
+
+
+def log(msg):
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tenon", default="build/bench/tenon_bench", help="path to the tenon benchmark binary")
+    p.add_argument("--out", default="build/bench.json", help="JSON output (list of median records)")
+    p.add_argument("--quick", action="store_true",
+                   help="1 repeat, --fraction 0.1, --latency-n 300 (explicit options still win)")
+    p.add_argument("--repeat", type=int, default=None, help="repeats per system (default 3; quick: 1)")
+    p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS),
+                   help="comma-separated, from: " + ",".join(KNOWN_SYSTEMS))
+    p.add_argument("--fraction", type=float, default=None, help="epoch fraction (default 1.0; quick: 0.1)")
+    p.add_argument("--latency-n", type=int, default=None, help="batch-1 calls timed (default 2000; quick: 300)")
+    p.add_argument("--figures", default="", help="comma-separated subset (default: all)")
+    p.add_argument("--tenon-threads", type=int, default=1, help="--threads passed to the 'tenon' system (default 1)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per system run (default 3600)")
+    p.add_argument("--python", default=None,
+                   help="interpreter for the anchors (default /usr/bin/python3 if present, else this one)")
+    p.add_argument("--anchor-lib-dir", default=None,
+                   help="directory prepended to LD_LIBRARY_PATH for the anchors only (e.g. an OpenBLAS dir)")
+    args = p.parse_args(argv)
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
+    if args.fraction is None:
+        args.fraction = 0.1 if args.quick else 1.0
+    if args.latency_n is None:
+        args.latency_n = 300 if args.quick else 2000
+    if args.repeat < 1:
+        p.error("--repeat must be >= 1")
+    if not (0.0 < args.fraction <= 1.0):
+        p.error("--fraction must be in (0, 1]")
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    bad = [s for s in args.systems if s not in KNOWN_SYSTEMS]
+    if bad:
+        p.error("unknown system(s): " + ",".join(bad))
+    args.figures = [f.strip() for f in args.figures.split(",") if f.strip()]
+    if args.python is None:
+        args.python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    return args
+
+
+# --------------------------------------------------------------------------- machine
+def machine_info():
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info = {"cpu": cpu or "unknown", "cores": os.cpu_count()}
+    try:
+        info["cores_usable"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    if os.path.exists(SYSTEM_LIB):
+        info["libblas"] = os.path.realpath(SYSTEM_LIB)
+    return info
+
+
+def blas_is_reference(info):
+    lib = info.get("libblas", "")
+    return bool(lib) and "openblas" not in lib and "blis" not in lib and "mkl" not in lib
+
+
+# --------------------------------------------------------------------------- systems
+class System:
+    def __init__(self, name, cmd, env, label=None):
+        self.name = name          # column name
+        self.cmd = cmd            # argv without the common options
+        self.env = env
+        self.label = label        # relabel records' "system" to this (None: expect self.name)
+        self.failed = False
+        self.skip_reason = None
+
+
+def anchor_env(args):
+    env = dict(os.environ)
+    for var in ANCHOR_ENV_UNSET:
+        env.pop(var, None)
+    if args.anchor_lib_dir:
+        old = env.get("LD_LIBRARY_PATH")
+        env["LD_LIBRARY_PATH"] = args.anchor_lib_dir + (os.pathsep + old if old else "")
+    return env
+
+
+def python_has(python, module, env):
+    try:
+        r = subprocess.run([python, "-c", f"import {module}"], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    return r.returncode == 0, r.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+
+
+def build_systems(args):
+    systems = []
+    aenv = anchor_env(args)
+    checked = {}
+
+    def have(module):
+        if module not in checked:
+            checked[module] = python_has(args.python, module, aenv)
+        return checked[module]
+
+    for name in args.systems:
+        if name in ("tenon", "tenon-mt"):
+            threads = args.tenon_threads if name == "tenon" else 0
+            s = System(name, [args.tenon, "--threads", str(threads)], dict(os.environ),
+                       label=None if name == "tenon" else "tenon-mt")
+            path = args.tenon
+            if os.sep not in path:
+                path = shutil.which(path) or path
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                s.skip_reason = f"tenon binary not found or not executable: {args.tenon} (build it first)"
+            else:
+                s.cmd[0] = path
+        else:
+            base, mt = name.split("-")[0], name.endswith("-mt")
+            script = os.path.join(HERE, "bench_thinc.py" if base == "thinc" else "bench_torch.py")
+            module = "thinc" if base == "thinc" else "torch"
+            s = System(name, [args.python, script, "--threads", "0" if mt else "1"], aenv)
+            ok, why = have(module)
+            if not ok:
+                s.skip_reason = f"{module} is not importable with {args.python} ({why[0] if why else ''}); skipping"
+        systems.append(s)
+    return systems
+
+
+def run_system(s, args, rep):
+    """Runs one system once; returns (records, error or None)."""
+    cmd = list(s.cmd) + ["--fraction", repr(args.fraction), "--latency-n", str(args.latency_n)]
+    if args.figures:
+        cmd += ["--figures", ",".join(args.figures)]
+    log(f"repeat {rep}/{args.repeat}: {s.name}: {' '.join(cmd)}")
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, env=s.env, text=True,
+                                stdin=subprocess.DEVNULL)
+    except OSError as e:
+        return [], f"could not start: {e}"
+    timed_out = []
+
+    def kill():
+        timed_out.append(True)
+        proc.kill()
+
+    timer = threading.Timer(args.timeout, kill)
+    timer.start()
+    records = []
+    want = s.label or s.name
+    try:
+        for line in proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                log(f"  {s.name}: ignoring non-JSON output: {line[:200]}")
+                continue
+            if not (isinstance(rec, dict) and {"figure", "system", "value", "unit"} <= rec.keys()):
+                log(f"  {s.name}: ignoring record without figure/system/value/unit: {line[:200]}")
+                continue
+            try:
+                value = float(rec["value"])
+            except (TypeError, ValueError):
+                log(f"  {s.name}: ignoring non-numeric value: {line[:200]}")
+                continue
+            if not math.isfinite(value):
+                log(f"  {s.name}: ignoring non-finite value: {line[:200]}")
+                continue
+            if s.label is not None:
+                rec["system"] = s.label
+            elif rec["system"] != want:
+                log(f"  {s.name}: record says system {rec['system']!r}; counting it as {want!r}")
+                rec["system"] = want
+            rec["value"] = value
+            records.append(rec)
+            log(f"  {want} {rec['figure']} = {value:.6g} {rec['unit']}")
+        rc = proc.wait()
+    finally:
+        timer.cancel()
+    dt = time.perf_counter() - t0
+    if timed_out:
+        return records, f"timed out after {args.timeout:.0f} s"
+    if rc != 0:
+        return records, f"exit status {rc} after {dt:.1f} s"
+    if not records:
+        return records, "produced no records"
+    log(f"  {s.name} done in {dt:.1f} s")
+    return records, None
+
+
+# --------------------------------------------------------------------------- report
+def fmt_value(v, unit):
+    if v is None:
+        return "-"
+    if unit == "fraction":
+        return f"{v:.4f}"
+    if unit == "us":
+        return f"{v:.1f}"
+    return f"{v:.4g}" if abs(v) < 1 else f"{v:.3f}"
+
+
+def print_table(medians, systems, out=sys.stdout):
+    sys_names = [s for s in systems if any(k[1] == s for k in medians)]
+    figs = [f for f in FIGURES if any(k[0] == f for k in medians)]
+    figs += sorted({k[0] for k in medians} - set(figs))
+    anchors = [s for s in sys_names if not s.startswith("tenon")]
+    header = ["figure", "unit"] + sys_names
+    if "tenon" in sys_names:
+        header += [f"{a}/tenon" for a in anchors]
+    rows = []
+    for f in figs:
+        unit = next((medians[k]["unit"] for k in medians if k[0] == f), "")
+        row = [f, unit]
+        for s in sys_names:
+            rec = medians.get((f, s))
+            row.append(fmt_value(rec["value"] if rec else None, unit))
+        if "tenon" in sys_names:
+            t = medians.get((f, "tenon"))
+            for a in anchors:
+                r = medians.get((f, a))
+                if t and r and f not in HIGHER_IS_BETTER and t["value"] > 0:
+                    row.append(f"{r['value'] / t['value']:.2f}x")
+                else:
+                    row.append("-")
+        rows.append(row)
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    line = "  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(header))
+    print(line, file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in rows:
+        print("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)),
+              file=out)
+    if "tenon" in sys_names and anchors:
+        print("(ratio = anchor / tenon: how many times faster tenon is; lower is better for all timings)",
+              file=out)
+    out.flush()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    machine = machine_info()
+    log(f"machine: {machine['cpu']}, {machine['cores']} cores; repeats={args.repeat} "
+        f"fraction={args.fraction} latency-n={args.latency_n}")
+    if any(not s.startswith("tenon") for s in args.systems) and blas_is_reference(machine) \
+            and not args.anchor_lib_dir:
+        log(f"WARNING: {SYSTEM_LIB} -> {machine['libblas']} is the reference (netlib) BLAS; PyTorch's "
+            "Linear layers call it, so the pytorch anchors will be far slower than with OpenBLAS "
+            "(install libopenblas0-pthread, or pass --anchor-lib-dir)")
+    systems = build_systems(args)
+    for s in systems:
+        if s.skip_reason:
+            log(f"SKIP {s.name}: {s.skip_reason}")
+    samples = {}   # (figure, system) -> list of records
+    problems = []
+    for rep in range(1, args.repeat + 1):
+        for s in systems:
+            if s.skip_reason or s.failed:
+                continue
+            records, err = run_system(s, args, rep)
+            for rec in records:
+                samples.setdefault((rec["figure"], rec["system"]), []).append(rec)
+            if err:
+                s.failed = True
+                msg = f"{s.name} (repeat {rep}): {err}; kept {len(records)} record(s), no further repeats"
+                problems.append(msg)
+                log(f"FAILED {msg}")
+
+    medians = {}
+    for key, recs in samples.items():
+        values = [r["value"] for r in recs]
+        first = recs[0]
+        rec = {k: v for k, v in first.items() if k not in ("value",)}
+        rec.update({
+            "figure": key[0], "system": key[1], "value": statistics.median(values), "unit": first["unit"],
+            "repeats": args.repeat, "n": len(values), "min": min(values), "max": max(values),
+            "samples": values, "fraction": args.fraction, "latency_n": args.latency_n,
+            "quick": bool(args.quick), "machine": machine,
+        })
+        medians[key] = rec
+
+    order = {f: i for i, f in enumerate(FIGURES)}
+    sys_order = {s.name: i for i, s in enumerate(systems)}
+    out_records = sorted(medians.values(),
+                         key=lambda r: (order.get(r["figure"], len(order)), sys_order.get(r["system"], 99)))
+    if args.out:
+        d = os.path.dirname(os.path.abspath(args.out))
+        os.makedirs(d, exist_ok=True)
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(out_records, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, args.out)
+        log(f"wrote {len(out_records)} median record(s) to {args.out}")
+
+    print(f"\ntenon benchmark: Fashion-MNIST MLP 784-512-512-10 — median of {args.repeat} repeat(s), "
+          f"fraction {args.fraction}, latency-n {args.latency_n}; {machine['cpu']}, {machine['cores']} cores")
+    if medians:
+        print_table(medians, [s.name for s in systems])
+    else:
+        print("(no results)")
+    for s in systems:
+        if s.skip_reason:
+            print(f"skipped {s.name}: {s.skip_reason}")
+    for msg in problems:
+        print(f"failed  {msg}")
+    sys.stdout.flush()
+    return 0 if medians else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+// tenon's side of `make bench`: the Fashion-MNIST MLP (784-512-512-10, Relu with dropout 0.2,
+// Softmax, Adam 0.001) timed the way bench/bench_thinc.py and bench/bench_torch.py time
+// Thinc and PyTorch. Prints JSON lines {"figure", "system", "value", "unit"}.
+//   tenon_bench [--fraction F] [--latency-n N] [--figures a,b] [--threads N]
+#include <tenon/tenon.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace tenon;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void emit(const std::string& figure, double value, const char* unit) {
+    std::printf("{\"figure\": \"%s\", \"system\": \"tenon\", \"value\": %.6g, \"unit\": \"%s\"}\n", figure.c_str(),
+                value, unit);
+    std::fflush(stdout);
+}
+
+auto make_model() { return Relu<512>({.dropout = 0.2}) >> Relu<512>({.dropout = 0.2}) >> Softmax<10>(); }
+
+double percentile(std::vector<double> v, double p) {
+    std::sort(v.begin(), v.end());
+    const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * double(v.size() - 1) + 0.5));
+    return v[i];
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    double fraction = 1.0;
+    int latency_n = 2000;
+    std::set<std::string> figures;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "tenon_bench: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--fraction") fraction = std::atof(next().c_str());
+        else if (a == "--latency-n") latency_n = std::atoi(next().c_str());
+        else if (a == "--threads") next();  // tenon runs the MLP on one thread (issue: within-op threads)
+        else if (a == "--figures") {
+            std::stringstream ss(next());
+            for (std::string f; std::getline(ss, f, ',');) figures.insert(f);
+        } else {
+            std::fprintf(stderr, "usage: tenon_bench [--fraction F] [--latency-n N] [--figures a,b] [--threads N]\n");
+            return 2;
+        }
+    }
+    if (!(fraction > 0.0 && fraction <= 1.0) || latency_n < 1) {
+        std::fprintf(stderr, "tenon_bench: --fraction must be in (0, 1] and --latency-n >= 1\n");
+        return 2;
+    }
+    auto want = [&](const std::string& f) { return figures.empty() || figures.count(f); };
+
+    try {
+        fix_random_seed(0);
+        Dataset data = load_fashion_mnist();
+        const Floats2d Y_train = to_categorical(data.y_train, 10);
+        std::fprintf(stderr, "tenon_bench: GEMM kernel %s\n", cpu::gemm_target());
+
+        for (std::size_t batch : {std::size_t{128}, std::size_t{32}}) {
+            const std::string fig = "train_epoch_b" + std::to_string(batch);
+            if (!want(fig)) continue;
+            auto model = make_model();
+            model.initialize(data.X_train, Y_train);
+            Optimizer opt = Adam(0.001);
+            CategoricalCrossentropy loss;
+            auto batches = multibatch(batch, data.X_train, Y_train, shuffle);
+            const auto n_batches = static_cast<std::size_t>(double(batches.size()) * fraction + 0.5);
+            std::size_t done = 0;
+            const auto t0 = Clock::now();
+            for (auto [X, Y] : batches) {
+                if (done++ == n_batches) break;
+                auto [Yh, backprop] = model.begin_update(X);
+                backprop(loss.get_grad(Yh, Y));
+                model.finish_update(opt);
+            }
+            const double secs = seconds_since(t0);
+            emit(fig, secs * double(batches.size()) / double(std::max<std::size_t>(n_batches, 1)), "s");
+        }
+
+        auto model = make_model();
+        model.initialize(data.X_train, Y_train);
+        for (std::size_t batch : {std::size_t{128}, std::size_t{1024}}) {
+            const std::string fig = "predict10k_b" + std::to_string(batch);
+            if (!want(fig)) continue;
+            double best = 1e30;
+            for (int rep = 0; rep < 3; ++rep) {
+                const auto t0 = Clock::now();
+                for (const auto& X : minibatch(batch, data.X_test)) {
+                    const Floats2d P = model.predict(X);
+                    if (P.shape(0) == 0) std::abort();
+                }
+                best = std::min(best, seconds_since(t0));
+            }
+            emit(fig, best, "s");
+        }
+
+        if (want("latency_b1_p50") || want("latency_b1_p99")) {
+            Floats2d x({1, 784}, uninitialized);
+            std::vector<double> us;
+            us.reserve(static_cast<std::size_t>(latency_n));
+            for (int i = 0; i < latency_n + 200; ++i) {
+                std::copy(data.X_test.row(static_cast<std::size_t>(i) % 10000).begin(),
+                          data.X_test.row(static_cast<std::size_t>(i) % 10000).end(), x.data());
+                const auto t0 = Clock::now();
+                const Floats2d p = model.predict(x);
+                const double t = seconds_since(t0) * 1e6;
+                if (p.shape(1) != 10) std::abort();
+                if (i >= 200) us.push_back(t);
+            }
+            if (want("latency_b1_p50")) emit("latency_b1_p50", percentile(us, 0.50), "us");
+            if (want("latency_b1_p99")) emit("latency_b1_p99", percentile(us, 0.99), "us");
+        }
+        return 0;
+    } catch (const Error& e) {
+        std::fprintf(stderr, "tenon_bench: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,63 @@
+// Thinc's intro MLP on Fashion-MNIST: Relu 512 (dropout 0.2) >> Relu 512 (dropout 0.2) >>
+// Softmax, Adam 0.001, batch 128. Prints per-epoch time and test accuracy.
+//   build/examples/mnist_mlp [epochs=2] [data dir]
+#include <tenon/tenon.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace tenon;
+
+// Fraction of rows whose highest-scoring class is the label.
+static double accuracy(const Floats2d& P, const Ints1d& labels) {
+    std::size_t correct = 0;
+    for (std::size_t i = 0; i < P.shape(0); ++i) {
+        std::size_t best = 0;
+        for (std::size_t c = 1; c < P.shape(1); ++c)
+            if (P(i, c) > P(i, best)) best = c;
+        correct += static_cast<std::int32_t>(best) == labels[i];
+    }
+    return P.shape(0) ? double(correct) / double(P.shape(0)) : 0.0;
+}
+
+int main(int argc, char** argv) {
+    const int epochs = argc > 1 ? std::atoi(argv[1]) : 2;
+    const std::string dir = argc > 2 ? argv[2] : fashion_mnist_dir;
+    try {
+        fix_random_seed(0);
+        Dataset data = load_fashion_mnist(dir);
+        const Floats2d Y_train = to_categorical(data.y_train, 10);
+
+        auto model = Relu<512>({.dropout = 0.2}) >> Relu<512>({.dropout = 0.2}) >> Softmax<>();
+        model.initialize(data.X_train, Y_train);  // nI = 784 and nO = 10 come from the data
+        Optimizer opt = Adam(0.001);
+        CategoricalCrossentropy loss;
+
+        std::printf("tenon %s: 784-512-512-10 MLP on Fashion-MNIST (%zu train, %zu test), GEMM kernel %s\n",
+                    model.name().c_str(), data.X_train.shape(0), data.X_test.shape(0), cpu::gemm_target());
+        for (int epoch = 1; epoch <= epochs; ++epoch) {
+            const auto t0 = std::chrono::steady_clock::now();
+            auto batches = multibatch(128, data.X_train, Y_train, shuffle);
+            std::size_t done = 0;
+            const std::size_t total = batches.size();
+            for (auto [X, Y] : batches) {
+                auto [Yh, backprop] = model.begin_update(X);
+                backprop(loss.get_grad(Yh, Y));
+                model.finish_update(opt);
+                if (++done % 47 == 0 || done == total)
+                    std::fprintf(stderr, "\repoch %d [%-20s] %3zu%%", epoch,
+                                 std::string(20 * done / total, '#').c_str(), 100 * done / total);
+            }
+            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const double acc = accuracy(model.predict(data.X_test), data.y_test);
+            std::fprintf(stderr, "\r%60s\r", "");
+            std::printf("epoch %d: %.2f s, test accuracy %.4f\n", epoch, secs, acc);
+        }
+        return 0;
+    } catch (const Error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+}

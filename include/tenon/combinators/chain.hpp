@@ -1,0 +1,269 @@
+// chain(a, b, c) (also a >> b >> c): feed each layer's output to the next. The children are
+// one flat pack: chain(chain(a, b), c) and chain(a, chain(b, c)) have the type of
+// chain(a, b, c), so deep models compile in time linear in their length.
+#pragma once
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tenon/model/layer.hpp"
+
+namespace tenon {
+
+namespace detail {
+template <class L>
+constexpr std::size_t static_nO_of() {
+    if constexpr (requires { L::static_nO; }) return L::static_nO; else return dyn;
+}
+template <class L>
+constexpr std::size_t static_nI_of() {
+    if constexpr (requires { L::static_nI; }) return L::static_nI; else return dyn;
+}
+
+// Index of the first adjacent pair whose data types differ, or N if none (a constexpr
+// loop over a table, not a recursive instantiation).
+template <class... Ls>
+constexpr std::size_t first_type_mismatch() {
+    constexpr std::size_t n = sizeof...(Ls);
+    if constexpr (n < 2) {
+        return n;
+    } else {
+        using Tup = std::tuple<Ls...>;
+        constexpr auto check = []<std::size_t... I>(std::index_sequence<I...>) {
+            const bool ok[] = {std::is_same_v<typename std::tuple_element_t<I, Tup>::Out,
+                                              typename std::tuple_element_t<I + 1, Tup>::In>...};
+            for (std::size_t i = 0; i < sizeof...(I); ++i)
+                if (!ok[i]) return i;
+            return n;
+        };
+        return check(std::make_index_sequence<n - 1>{});
+    }
+}
+
+// The first adjacent pair whose static widths differ, or N if none.
+template <class... Ls>
+constexpr std::size_t first_width_mismatch() {
+    constexpr std::size_t n = sizeof...(Ls);
+    const std::size_t outs[] = {static_nO_of<Ls>()...};
+    const std::size_t ins[] = {static_nI_of<Ls>()...};
+    for (std::size_t i = 0; i + 1 < n; ++i)
+        if (outs[i] != dyn && ins[i + 1] != dyn && outs[i] != ins[i + 1]) return i;
+    return n;
+}
+
+template <class... Ls>
+inline constexpr bool chain_is_homogeneous = [] {
+    using First = std::tuple_element_t<0, std::tuple<Ls...>>;
+    return (std::is_same_v<typename Ls::Out, typename First::Out> && ...);
+}();
+}  // namespace detail
+
+template <Model... Ls>
+class Chain : public Layer<Chain<Ls...>, typename std::tuple_element_t<0, std::tuple<Ls...>>::In,
+                           typename std::tuple_element_t<sizeof...(Ls) - 1, std::tuple<Ls...>>::Out> {
+    static_assert(sizeof...(Ls) >= 1, "[tenon-E001] chain(): needs at least one layer");
+    static constexpr std::size_t N = sizeof...(Ls);
+    static_assert(detail::first_type_mismatch<Ls...>() == N,
+                  "[tenon-E002] chain(): a layer's output data type is not the next layer's input type");
+    static_assert(detail::first_width_mismatch<Ls...>() == N,
+                  "[tenon-E001] chain(): a layer's static output width differs from the next layer's input width");
+
+    using First = std::tuple_element_t<0, std::tuple<Ls...>>;
+    using Last = std::tuple_element_t<N - 1, std::tuple<Ls...>>;
+    using Base = Layer<Chain<Ls...>, typename First::In, typename Last::Out>;
+    friend Base;
+    static constexpr bool homogeneous = detail::chain_is_homogeneous<Ls...>;
+
+public:
+    using typename Base::In;
+    using typename Base::InView;
+    using typename Base::Out;
+    using typename Base::OutView;
+    using Layers = std::tuple<Ls...>;
+    static constexpr std::size_t static_nI = detail::static_nI_of<First>();
+    static constexpr std::size_t static_nO = detail::static_nO_of<Last>();
+
+    explicit Chain(std::tuple<Ls...> layers)
+        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(std::move(layers)) {
+        this->name_ = std::apply(
+            [](const auto&... l) {
+                std::string s;
+                ((s += (s.empty() ? "" : ">>") + l.name()), ...);
+                return s;
+            },
+            layers_);
+    }
+
+    // The i-th child, typed.
+    template <std::size_t I>
+    auto& layer() noexcept {
+        return std::get<I>(layers_);
+    }
+    template <std::size_t I>
+    const auto& layer() const noexcept {
+        return std::get<I>(layers_);
+    }
+    static constexpr std::size_t size() noexcept { return N; }
+    Layers& layers() & noexcept { return layers_; }
+    const Layers& layers() const& noexcept { return layers_; }
+    Layers&& layers() && noexcept { return std::move(layers_); }
+
+    void for_each_child(const std::function<void(Node&)>& f) override {
+        std::apply([&](auto&... l) { (f(l), ...); }, layers_);
+    }
+
+    struct Backprop {
+        std::tuple<typename Ls::Backprop...> bps;
+        In operator()(OutView dY) const {
+            if constexpr (homogeneous && std::is_same_v<In, Out>) {
+                Out d = std::get<N - 1>(bps)(dY);
+                [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    ((d = std::get<N - 2 - I>(bps)(d)), ...);
+                }(std::make_index_sequence<N - 1>{});
+                return d;
+            } else {
+                return backward_from<N - 1>(dY);
+            }
+        }
+
+    private:
+        template <std::size_t I, class D>
+        auto backward_from(const D& d) const {
+            auto dX = std::get<I>(bps)(d);
+            if constexpr (I == 0) return dX; else return backward_from<I - 1>(dX);
+        }
+    };
+
+private:
+    // Thinc's inference: each layer is initialised on the output of the ones before it; Y
+    // goes to the last layer (and to the layers before it when everything after them keeps
+    // the width, e.g. a final Dropout), so no width is guessed.
+    void init_impl(const InView* X, const OutView* Y) {
+        std::size_t y_from = 0;
+        std::apply([&](auto&... l) {
+            std::size_t i = 0;
+            ((l.dim_names().empty() ? void() : void(y_from = i), ++i), ...);
+        }, layers_);
+        init_from<0>(X, Y, y_from);
+        const Node& first = std::get<0>(layers_);
+        const Node& last = std::get<N - 1>(layers_);
+        if (first.has_dim("nI")) this->set_dim("nI", first.get_dim("nI"), true);
+        if (last.has_dim("nO")) this->set_dim("nO", last.get_dim("nO"), true);
+        this->mark_initialized();
+    }
+
+    template <std::size_t I, class XV>
+    void init_from(const XV* X, const OutView* Y, std::size_t y_from) {
+        auto& l = std::get<I>(layers_);
+        using L = std::remove_reference_t<decltype(l)>;
+        const OutView* y = nullptr;
+        if constexpr (std::is_same_v<typename L::OutView, OutView>) y = I >= y_from ? Y : nullptr;
+        if constexpr (I > 0) {
+            // Without a sample, the previous layer's known output width is this one's input.
+            const Node& prev = std::get<I - 1>(layers_);
+            const auto names = l.dim_names();
+            const bool has_nI = std::find(names.begin(), names.end(), "nI") != names.end();
+            if (!X && has_nI && prev.has_dim("nO") && !l.has_dim("nI"))
+                l.set_dim("nI", prev.get_dim("nO"));
+        }
+        l.initialize_from(X, y);
+        if constexpr (I + 1 < N) {
+            using Next = std::tuple_element_t<I + 1, Layers>;
+            if (X) {
+                auto out = l.predict(*X);
+                const typename Next::InView v = out;
+                init_from<I + 1>(&v, Y, y_from);
+            } else {
+                init_from<I + 1>(static_cast<const typename Next::InView*>(nullptr), Y, y_from);
+            }
+        }
+    }
+
+    Out predict_impl(InView X) const {
+        if constexpr (homogeneous) {
+            return [&]<std::size_t... I>(std::index_sequence<I...>) {
+                Out cur = std::get<0>(layers_).predict(X);
+                ((cur = std::get<I + 1>(layers_).predict(cur)), ...);
+                return cur;
+            }(std::make_index_sequence<N - 1>{});
+        } else {
+            return predict_from<0>(X);
+        }
+    }
+    template <std::size_t I, class XV>
+    auto predict_from(const XV& x) const {
+        auto y = std::get<I>(layers_).predict(x);
+        if constexpr (I + 1 == N) return y; else return predict_from<I + 1>(y);
+    }
+
+    std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
+        Backprop bp;
+        if constexpr (homogeneous) {
+            Out cur = [&]<std::size_t... I>(std::index_sequence<I...>) {
+                auto [y0, b0] = std::get<0>(layers_)(X, is_train);
+                std::get<0>(bp.bps) = std::move(b0);
+                Out c = std::move(y0);
+                ((step<I + 1>(c, is_train, bp)), ...);
+                return c;
+            }(std::make_index_sequence<N - 1>{});
+            return {std::move(cur), std::move(bp)};
+        } else {
+            auto y = forward_from<0>(X, is_train, bp);
+            return {std::move(y), std::move(bp)};
+        }
+    }
+    template <std::size_t I>
+    void step(Out& cur, bool is_train, Backprop& bp) {
+        auto [y, b] = std::get<I>(layers_)(cur, is_train);
+        std::get<I>(bp.bps) = std::move(b);
+        cur = std::move(y);
+    }
+    template <std::size_t I, class XV>
+    auto forward_from(const XV& x, bool is_train, Backprop& bp) {
+        auto [y, b] = std::get<I>(layers_)(x, is_train);
+        std::get<I>(bp.bps) = std::move(b);
+        if constexpr (I + 1 == N) return std::move(y); else return forward_from<I + 1>(y, is_train, bp);
+    }
+
+    Layers layers_;
+};
+
+namespace detail {
+template <class T>
+inline constexpr bool is_chain_v = false;
+template <class... Ls>
+inline constexpr bool is_chain_v<Chain<Ls...>> = true;
+
+template <class M>
+auto as_chain_tuple(M&& m) {
+    using D = std::remove_cvref_t<M>;
+    if constexpr (is_chain_v<D>) {
+        if constexpr (std::is_rvalue_reference_v<M&&>) return std::move(m).layers();
+        else return typename D::Layers(m.layers());
+    } else {
+        return std::tuple<D>(std::forward<M>(m));
+    }
+}
+template <class Tuple>
+auto make_chain(Tuple&& t) {
+    return std::apply([](auto&&... l) { return Chain<std::remove_cvref_t<decltype(l)>...>(
+                          std::tuple<std::remove_cvref_t<decltype(l)>...>(std::move(l)...)); },
+                      std::forward<Tuple>(t));
+}
+}  // namespace detail
+
+// chain(a, b, ...): layers are copied or moved in; nested chains are flattened.
+template <Model... Ms>
+auto chain(Ms&&... ms) {
+    return detail::make_chain(std::tuple_cat(detail::as_chain_tuple(std::forward<Ms>(ms))...));
+}
+
+// a >> b is chain(a, b); a >> b >> c is one flat chain of three.
+template <Model A, Model B>
+auto operator>>(A&& a, B&& b) {
+    return chain(std::forward<A>(a), std::forward<B>(b));
+}
+
+}  // namespace tenon

@@ -1,0 +1,103 @@
+// clone(layer, n): n copies of a layer chained, each with its own weights (copies are made
+// before initialisation, so each is initialised separately). n == 0 is the identity, as in
+// Thinc. The layer must map its data type to itself.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tenon/model/layer.hpp"
+
+namespace tenon {
+
+template <Model L>
+class Clone : public Layer<Clone<L>, typename L::In, typename L::Out> {
+    static_assert(std::is_same_v<typename L::In, typename L::Out>,
+                  "[tenon-E003] clone(): the layer's output type must be its input type to chain copies of it");
+    using Base = Layer<Clone<L>, typename L::In, typename L::Out>;
+    friend Base;
+
+public:
+    using typename Base::In;
+    using typename Base::InView;
+    using typename Base::Out;
+    using typename Base::OutView;
+    static constexpr std::size_t static_nI = [] {
+        if constexpr (requires { L::static_nI; }) return L::static_nI; else return dyn;
+    }();
+    static constexpr std::size_t static_nO = [] {
+        if constexpr (requires { L::static_nO; }) return L::static_nO; else return dyn;
+    }();
+
+    Clone(const L& layer, std::size_t n) : Base("clone", {}, {}) {
+        copies_.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) copies_.push_back(layer);
+        this->name_ = n ? "clone(" + layer.name() + " x" + std::to_string(n) + ")" : "noop";
+        if (n == 0) this->mark_initialized();
+    }
+
+    std::size_t size() const noexcept { return copies_.size(); }
+    L& operator[](std::size_t i) noexcept { return copies_[i]; }
+    const L& operator[](std::size_t i) const noexcept { return copies_[i]; }
+
+    void for_each_child(const std::function<void(Node&)>& f) override {
+        for (auto& c : copies_) f(c);
+    }
+
+    struct Backprop {
+        std::vector<typename L::Backprop> bps;
+        In operator()(OutView dY) const {
+            if (bps.empty()) return In(dY);
+            In d = bps.back()(dY);
+            for (std::size_t i = bps.size() - 1; i-- > 0;) d = bps[i](d);
+            return d;
+        }
+    };
+
+private:
+    void init_impl(const InView* X, const OutView* Y) {
+        std::optional<Out> cur;
+        for (std::size_t i = 0; i < copies_.size(); ++i) {
+            const bool last = i + 1 == copies_.size();
+            if (cur) {
+                const InView v = *cur;
+                copies_[i].initialize_from(&v, last ? Y : nullptr);
+                if (!last) cur = copies_[i].predict(v);
+            } else {
+                copies_[i].initialize_from(X, last ? Y : nullptr);
+                if (X && !last) cur = copies_[i].predict(*X);
+            }
+        }
+        this->mark_initialized();
+    }
+    Out predict_impl(InView X) const {
+        if (copies_.empty()) return Out(X);
+        Out cur = copies_[0].predict(X);
+        for (std::size_t i = 1; i < copies_.size(); ++i) cur = copies_[i].predict(cur);
+        return cur;
+    }
+    std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
+        Backprop bp;
+        if (copies_.empty()) return {Out(X), std::move(bp)};
+        bp.bps.reserve(copies_.size());
+        auto [y0, b0] = copies_[0](X, is_train);
+        bp.bps.push_back(std::move(b0));
+        Out cur = std::move(y0);
+        for (std::size_t i = 1; i < copies_.size(); ++i) {
+            auto [y, b] = copies_[i](cur, is_train);
+            bp.bps.push_back(std::move(b));
+            cur = std::move(y);
+        }
+        return {std::move(cur), std::move(bp)};
+    }
+
+    std::vector<L> copies_;
+};
+
+template <Model L>
+Clone<std::remove_cvref_t<L>> clone(L&& layer, std::size_t n) {
+    return Clone<std::remove_cvref_t<L>>(layer, n);
+}
+
+}  // namespace tenon

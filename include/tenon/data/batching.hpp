@@ -1,0 +1,122 @@
+// minibatch / multibatch: iterate over arrays in batches of rows, optionally shuffled (one
+// permutation drawn from the global generator, shared by all the arrays, so rows stay
+// aligned). Each batch is a fresh array of the selected rows; the source arrays must outlive
+// the loop.
+//   for (auto& X : minibatch(128, X_train)) ...
+//   for (auto [X, Y] : multibatch(128, X_train, Y_train, shuffle)) ...
+#pragma once
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "tenon/random.hpp"
+#include "tenon/types/array.hpp"
+
+namespace tenon {
+
+// Pass `shuffle` as the last argument of minibatch/multibatch to shuffle the rows.
+struct Shuffle {
+    explicit constexpr Shuffle() = default;
+};
+inline constexpr Shuffle shuffle{};
+
+namespace detail {
+template <class T, std::size_t... E>
+void gather_rows(const Array<T, E...>& src, const std::size_t* rows, std::size_t n, Array<T, E...>& out) {
+    auto shape = src.shape();
+    const std::size_t stride = shape[0] ? src.size() / shape[0] : 0;
+    shape[0] = n;
+    out = Array<T, E...>(shape, uninitialized);
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(out.data() + i * stride, src.data() + rows[i] * stride, stride * sizeof(T));
+}
+}  // namespace detail
+
+template <class... Arrays>
+class Batches {
+public:
+    Batches(std::size_t size, bool shuffled, const Arrays&... arrays) : size_(size), arrays_(&arrays...) {
+        if (size == 0) throw Error("multibatch: the batch size must be >= 1", "tenon-E135");
+        const std::size_t n = std::get<0>(arrays_)->shape(0);
+        std::size_t k = 0;
+        ((arrays.shape(0) != n
+              ? throw ShapeError("multibatch: array " + std::to_string(k) + " has " + std::to_string(arrays.shape(0)) +
+                                     " rows but array 0 has " + std::to_string(n),
+                                 "tenon-E136")
+              : void(++k)),
+         ...);
+        order_.resize(n);
+        std::iota(order_.begin(), order_.end(), std::size_t{0});
+        if (shuffled)
+            for (std::size_t i = n; i > 1; --i) std::swap(order_[i - 1], order_[global_rng().below(i)]);
+    }
+
+    std::size_t size() const noexcept { return (order_.size() + size_ - 1) / size_; }
+
+    using value_type = std::conditional_t<sizeof...(Arrays) == 1, std::tuple_element_t<0, std::tuple<Arrays...>>,
+                                          std::tuple<Arrays...>>;
+
+    class iterator {
+    public:
+        iterator(const Batches* b, std::size_t start) : b_(b), start_(start) {}
+        value_type operator*() const {
+            const std::size_t n = std::min(b_->size_, b_->order_.size() - start_);
+            const std::size_t* rows = b_->order_.data() + start_;
+            if constexpr (sizeof...(Arrays) == 1) {
+                value_type out;
+                detail::gather_rows(*std::get<0>(b_->arrays_), rows, n, out);
+                return out;
+            } else {
+                value_type out;
+                [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    (detail::gather_rows(*std::get<I>(b_->arrays_), rows, n, std::get<I>(out)), ...);
+                }(std::index_sequence_for<Arrays...>{});
+                return out;
+            }
+        }
+        iterator& operator++() {
+            start_ += b_->size_;
+            if (start_ > b_->order_.size()) start_ = b_->order_.size();
+            return *this;
+        }
+        bool operator!=(const iterator& o) const { return start_ != o.start_; }
+        bool operator==(const iterator& o) const { return start_ == o.start_; }
+
+    private:
+        const Batches* b_;
+        std::size_t start_;
+    };
+    iterator begin() const { return iterator(this, 0); }
+    iterator end() const { return iterator(this, order_.size()); }
+
+private:
+    std::size_t size_;
+    std::tuple<const Arrays*...> arrays_;
+    std::vector<std::size_t> order_;
+};
+
+template <class T, std::size_t... E>
+Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X) {
+    return {size, false, X};
+}
+template <class T, std::size_t... E>
+Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X, Shuffle) {
+    return {size, true, X};
+}
+
+template <class... Arrays>
+Batches<Arrays...> multibatch(std::size_t size, const Arrays&... arrays) {
+    return {size, false, arrays...};
+}
+template <class A, class B>
+Batches<A, B> multibatch(std::size_t size, const A& a, const B& b, Shuffle) {
+    return {size, true, a, b};
+}
+template <class A, class B, class C>
+Batches<A, B, C> multibatch(std::size_t size, const A& a, const B& b, const C& c, Shuffle) {
+    return {size, true, a, b, c};
+}
+
+}  // namespace tenon

@@ -1,0 +1,24 @@
+// Linear: Y = X W^T + b, W (nO, nI) initialised with glorot_uniform_init, b with zero_init.
+// After thinc/layers/linear.py.
+#pragma once
+#include "tenon/layers/detail/dense.hpp"
+
+namespace tenon {
+
+template <std::size_t NO = dyn, std::size_t NI = dyn>
+class Linear : public detail::Dense<Linear<NO, NI>, NO, NI> {
+    using Base = detail::Dense<Linear<NO, NI>, NO, NI>;
+
+public:
+    static constexpr bool keeps_preactivation = false;
+
+    explicit Linear(LinearOptions o = {})
+        : Base("linear", o.nO, o.nI, o.init_W ? o.init_W : Init(glorot_uniform_init), o.init_b, false, {}) {}
+
+    void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {
+        Base::bias_map(Y, b, rows, n, Z, [](float v) { return v; });
+    }
+    void activate_backward(float*, const float*, const float*, std::size_t, std::size_t) const {}
+};
+
+}  // namespace tenon

@@ -1,0 +1,114 @@
+// Maxout: nP affine pieces per output, Y[:, o] = max_p (X W[o, p]^T + b[o, p]); W (nO, nP, nI),
+// b (nO, nP); ties go to the first piece. Options `dropout` and `normalize` as Relu.
+// After thinc/layers/maxout.py.
+#pragma once
+#include <optional>
+#include <utility>
+
+#include "tenon/init/init.hpp"
+#include "tenon/layers/detail/affine.hpp"
+#include "tenon/layers/detail/norm_dropout.hpp"
+#include "tenon/model/layer.hpp"
+
+namespace tenon {
+
+struct MaxoutOptions {
+    std::size_t nO = dyn;
+    std::size_t nI = dyn;
+    std::size_t nP = dyn;  // dyn: the template's NP
+    Init init_W = {};      // empty: glorot_uniform_init
+    Init init_b = {};      // empty: zero_init
+    std::optional<double> dropout = {};
+    bool normalize = false;
+};
+
+template <std::size_t NO = dyn, std::size_t NI = dyn, std::size_t NP = 3>
+class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
+    using Base = Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d>;
+    friend Base;
+
+public:
+    static constexpr std::size_t static_nO = NO, static_nI = NI, static_nP = NP;
+
+    explicit Maxout(MaxoutOptions o = {})
+        : Base("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {"W", "b"}),
+          init_W_(o.init_W ? o.init_W : Init(glorot_uniform_init)),
+          init_b_(o.init_b ? o.init_b : Init(zero_init)),
+          tail_(o.normalize, o.dropout) {
+        if (o.nO != dyn) this->set_dim("nO", o.nO);
+        if (o.nI != dyn) this->set_dim("nI", o.nI);
+        if (o.nP != dyn) this->set_dim("nP", o.nP);
+        if (this->has_dim("nP") && this->get_dim("nP") == 0)
+            throw Error("maxout: nP must be >= 1", "tenon-E114");
+    }
+
+    struct Backprop {
+        Maxout* layer = nullptr;
+        Floats2d X;
+        Array<std::int32_t, dyn, dyn> which;  // the winning piece per output
+        typename detail::NormDropout<NO>::Backprop tail;
+        Floats2d operator()(Floats2dCView dY) const {
+            const std::size_t rows = X.shape(0), nO = layer->dim(0), nP = layer->dim(2);
+            Floats2d d = layer->tail_.backward(dY, tail);
+            detail::check_same_shape(*layer, d, rows, nO);
+            Floats2d dZ({rows, nO * nP});  // zero except at the winners
+            for (std::size_t r = 0; r < rows; ++r)
+                for (std::size_t o = 0; o < nO; ++o)
+                    dZ(r, o * nP + static_cast<std::size_t>(which(r, o))) = d(r, o);
+            Floats2d dX({rows, X.shape(1)}, uninitialized);
+            detail::affine_backward(dZ.data(), X, layer->param(0).value.data(), nO * nP,
+                                    layer->param(0).grad.data(), layer->param(1).grad.data(), dX.data());
+            return dX;
+        }
+    };
+
+    void for_each_child(const std::function<void(Node&)>& f) override { tail_.for_each_child(f); }
+
+private:
+    void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {
+        if (X) this->resolve_dim(1, X->shape(1));
+        if (Y) this->resolve_dim(0, Y->shape(1));
+        const std::size_t nO = this->require_dim(0), nI = this->require_dim(1), nP = this->require_dim(2);
+        this->allocate_param(0, {nO, nP, nI});
+        this->allocate_param(1, {nO, nP});
+        init_W_(this->get_param("W"));
+        init_b_(this->get_param("b"));
+        tail_.initialize(nO);
+        this->mark_initialized();
+    }
+
+    // Z = X W^T + b over all nO * nP pieces, then the max per output (and its index).
+    Floats2d pieces(Floats2dCView X, std::int32_t* which) const {
+        detail::check_width(*this, X, this->dim(1));
+        const std::size_t rows = X.shape(0), nO = this->dim(0), nP = this->dim(2);
+        Floats2d Z({rows, nO * nP}, uninitialized);
+        detail::affine_forward(X, this->param(0).value.data(), this->param(1).value.data(), nO * nP, Z.data());
+        Floats2d best({rows, nO}, uninitialized);
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t o = 0; o < nO; ++o) {
+                const float* z = Z.data() + r * nO * nP + o * nP;
+                std::size_t arg = 0;
+                for (std::size_t p = 1; p < nP; ++p)
+                    if (z[p] > z[arg]) arg = p;
+                best(r, o) = z[arg];
+                if (which) which[r * nO + o] = static_cast<std::int32_t>(arg);
+            }
+        return best;
+    }
+
+    Floats2d predict_impl(Floats2dCView X) const { return tail_.predict(pieces(X, nullptr)); }
+
+    std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool is_train) {
+        Backprop bp;
+        bp.layer = this;
+        bp.X = Floats2d(X);
+        bp.which = Array<std::int32_t, dyn, dyn>({X.shape(0), this->dim(0)}, uninitialized);
+        Floats2d Y = tail_.forward(pieces(X, bp.which.data()), is_train, bp.tail);
+        return {std::move(Y), std::move(bp)};
+    }
+
+    Init init_W_, init_b_;
+    detail::NormDropout<NO> tail_;
+};
+
+}  // namespace tenon

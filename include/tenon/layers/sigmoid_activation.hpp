@@ -1,0 +1,45 @@
+// sigmoid_activation(): the elementwise sigmoid with no weights (input clipped to [-20, 20]),
+// after thinc/layers/sigmoid_activation.py. Any width; nO == nI.
+#pragma once
+#include <utility>
+
+#include "tenon/layers/sigmoid.hpp"
+
+namespace tenon {
+
+class SigmoidActivation : public Layer<SigmoidActivation, Floats2d, Floats2d> {
+    using Base = Layer<SigmoidActivation, Floats2d, Floats2d>;
+    friend Base;
+
+public:
+    SigmoidActivation() : Base("sigmoid_activation", {}, {}) { mark_initialized(); }
+
+    struct Backprop {
+        Floats2d Y;
+        Floats2d operator()(Floats2dCView dY) const {
+            if (dY.shape() != Y.shape())
+                throw ShapeError("sigmoid_activation: backprop: the gradient's shape differs from the output's",
+                                 "tenon-E111");
+            Floats2d dX(dY);
+            detail::sigmoid_backward(dX.data(), Y.data(), dX.size());
+            return dX;
+        }
+    };
+
+private:
+    void init_impl(const Floats2dCView*, const Floats2dCView*) {}
+    Floats2d predict_impl(Floats2dCView X) const {
+        Floats2d Y(X.shape(), uninitialized);
+        for (std::size_t i = 0, n = X.size(); i < n; ++i) Y[i] = detail::sigmoid(X[i]);
+        return Y;
+    }
+    std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool) {
+        Floats2d Y = predict_impl(X);
+        Backprop bp{Y};
+        return {std::move(Y), std::move(bp)};
+    }
+};
+
+inline SigmoidActivation sigmoid_activation() { return {}; }
+
+}  // namespace tenon

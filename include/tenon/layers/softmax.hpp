@@ -1,0 +1,93 @@
+// Softmax: Y = softmax((X W^T + b) / temperature) over each row; W and b zero-initialised
+// (Thinc's default). As in thinc/layers/softmax.py, backprop treats dY as the gradient of the
+// logits (dY / temperature), without the softmax Jacobian: it is meant for
+// CategoricalCrossentropy, whose gradient P - Y is already the logits' gradient. With another
+// loss, put the Jacobian in the loss or use Linear and a loss on logits.
+// normalize_outputs = false makes predict return the raw logits (training still normalises).
+#pragma once
+#include <cmath>
+#include <utility>
+#include <variant>
+
+#include "tenon/layers/detail/dense.hpp"
+
+namespace tenon {
+
+struct SoftmaxOptions {
+    std::size_t nO = dyn;
+    std::size_t nI = dyn;
+    Init init_W = {};  // empty: zero_init
+    Init init_b = {};  // empty: zero_init
+    bool normalize_outputs = true;
+    double temperature = 1.0;
+};
+
+template <std::size_t NO = dyn, std::size_t NI = dyn>
+class Softmax : public detail::Dense<Softmax<NO, NI>, NO, NI> {
+    using Base = detail::Dense<Softmax<NO, NI>, NO, NI>;
+    friend Layer<Softmax<NO, NI>, Floats2d, Floats2d>;
+
+public:
+    static constexpr bool keeps_preactivation = false;
+
+    explicit Softmax(SoftmaxOptions o = {})
+        : Base("softmax", o.nO, o.nI, o.init_W ? o.init_W : Init(zero_init), o.init_b, false, {}) {
+        check_temperature(o.temperature);
+        this->set_attr("softmax_normalize", o.normalize_outputs);
+        this->set_attr("softmax_temperature", o.temperature);
+    }
+
+    double temperature() const {
+        const double t = std::get<double>(this->get_attr("softmax_temperature"));
+        check_temperature(t);
+        return t;
+    }
+    bool normalize_outputs() const { return std::get<bool>(this->get_attr("softmax_normalize")); }
+
+    void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {
+        Base::bias_map(Y, b, rows, n, Z, [](float v) { return v; });
+        softmax_rows(Y, rows, n, static_cast<float>(temperature()));
+    }
+    void activate_backward(float* d, const float*, const float*, std::size_t rows, std::size_t n) const {
+        const double t = temperature();
+        if (t != 1.0) {
+            const auto k = static_cast<float>(1.0 / t);
+            for (std::size_t i = 0; i < rows * n; ++i) d[i] *= k;
+        }
+    }
+
+    // Row-wise softmax, shifted by the row maximum for stability.
+    static void softmax_rows(float* Y, std::size_t rows, std::size_t n, float temperature) {
+        const float inv_t = 1.0f / temperature;
+        for (std::size_t r = 0; r < rows; ++r) {
+            float* y = Y + r * n;
+            if (inv_t != 1.0f)
+                for (std::size_t i = 0; i < n; ++i) y[i] *= inv_t;
+            float mx = y[0];
+            for (std::size_t i = 1; i < n; ++i) mx = y[i] > mx ? y[i] : mx;
+            float sum = 0.0f;
+            for (std::size_t i = 0; i < n; ++i) sum += (y[i] = std::exp(y[i] - mx));
+            const float inv = 1.0f / sum;
+            for (std::size_t i = 0; i < n; ++i) y[i] *= inv;
+        }
+    }
+
+private:
+    static void check_temperature(double t) {
+        if (!(t > 0.0))
+            throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
+    }
+
+    // Prediction skips the normalisation when normalize_outputs is off (Thinc's semantics).
+    Floats2d predict_impl(Floats2dCView X) const {
+        if (normalize_outputs()) return Base::predict_impl(X);
+        detail::check_width(*this, X, this->dim(1));
+        Floats2d Y({X.shape(0), this->dim(0)}, uninitialized);
+        this->affine_only(X, Y.data());
+        Base::bias_map(Y.data(), this->param(1).value.data(), X.shape(0), this->dim(0), nullptr,
+                       [](float v) { return v; });
+        return Y;
+    }
+};
+
+}  // namespace tenon

@@ -1,0 +1,112 @@
+// The lifecycle every model type offers (Thinc's Model API in C++): initialize, predict,
+// begin_update / operator() returning (Y, backprop), finish_update. A layer derives from
+// Layer<Self, In, Out> and supplies three functions:
+//   void init_impl(const InView* X, const OutView* Y);      // resolve dims, create params
+//   Out predict_impl(InView X) const;                         // inference, no randomness
+//   std::pair<Out, Backprop> forward_impl(InView X, bool is_train);
+// where Backprop is a default-constructible callable `InOwned(OutView dY)` that returns dX
+// and *adds* to the parameter gradients. Everything a call needs besides the parameters
+// lives in the returned Backprop, never in the model, so predict is const and thread-safe.
+#pragma once
+#include <concepts>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "tenon/model/node.hpp"
+#include "tenon/optim/optimizer.hpp"
+
+namespace tenon {
+
+// The read-only view type a layer takes for a data type (a view of an array, or the type
+// itself for non-array data).
+template <class T>
+struct input_view {
+    using type = const T&;
+};
+template <class T, std::size_t... E>
+struct input_view<Array<T, E...>> {
+    using type = ArrayView<const T, E...>;
+};
+template <class T>
+using input_view_t = typename input_view<T>::type;
+
+template <class Derived, class InT, class OutT>
+class Layer : public Node {
+public:
+    using In = InT;
+    using Out = OutT;
+    using InView = input_view_t<InT>;
+    using OutView = input_view_t<OutT>;
+
+    // Infers the dims that are still dyn from sample data and initialises the parameters.
+    Derived& initialize() {
+        self().init_impl(nullptr, nullptr);
+        return self();
+    }
+    Derived& initialize(InView X) {
+        self().init_impl(&X, nullptr);
+        return self();
+    }
+    Derived& initialize(InView X, OutView Y) {
+        self().init_impl(&X, &Y);
+        return self();
+    }
+    // The pointer form, for combinators that may or may not have a sample.
+    Derived& initialize_from(const InView* X, const OutView* Y) {
+        self().init_impl(X, Y);
+        return self();
+    }
+
+    // Inference: const, no dropout, allocates only its result.
+    Out predict(InView X) const {
+        require_initialized();
+        return self().predict_impl(X);
+    }
+    // (Y, backprop) for training; backprop(dY) returns dX and adds to the gradients.
+    auto begin_update(InView X) {
+        require_initialized();
+        return self().forward_impl(X, true);
+    }
+    auto operator()(InView X, bool is_train) {
+        require_initialized();
+        return self().forward_impl(X, is_train);
+    }
+
+    // Applies the optimizer to every parameter of this model and its descendants, then
+    // zeroes the gradients (Thinc's finish_update).
+    void finish_update(Optimizer& optimizer) {
+        for (Node* node : walk()) node->apply_optimizer(optimizer);
+    }
+
+protected:
+    using Layer::Node::Node;
+    Derived& self() noexcept { return static_cast<Derived&>(*this); }
+    const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+};
+
+// What every tenon model type is: a Node with a typed forward and backward.
+template <class M>
+concept Model = std::derived_from<std::remove_cvref_t<M>, Node> && requires {
+    typename std::remove_cvref_t<M>::In;
+    typename std::remove_cvref_t<M>::Out;
+    typename std::remove_cvref_t<M>::Backprop;
+};
+
+// Helpers for layer code: the width checks every layer makes on its inputs.
+namespace detail {
+template <class V>
+void check_width(const Node& layer, const V& X, std::size_t nI, const char* what = "input") {
+    if (X.shape(1) != nI) throw_width(layer.name(), what, nI, X.shape(1));
+}
+template <class V>
+void check_same_shape(const Node& layer, const V& dY, std::size_t rows, std::size_t cols) {
+    if (dY.shape(0) != rows || dY.shape(1) != cols)
+        throw ShapeError(layer.name() + ": backprop: expected a gradient of shape (" + std::to_string(rows) + ", " +
+                             std::to_string(cols) + ") like the output, but found (" +
+                             std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                         "tenon-E111");
+}
+}  // namespace detail
+
+}  // namespace tenon

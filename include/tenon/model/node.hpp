@@ -1,0 +1,172 @@
+// Node: what every model shares at run time, after Thinc's Model API: a name, a unique id,
+// dims, parameters and their gradients, attributes (all by name), and the tree of children
+// for walk(). It is a plain (non-template) base so that these by-name services are compiled
+// once in src/node.cpp; layers use the typed fast paths (dim(i), param(i)) on the hot path.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tenon/types/array.hpp"
+
+namespace tenon {
+
+template <std::size_t>
+inline constexpr std::size_t always_dyn = dyn;
+
+// A parameter or gradient of any rank (<= 4), as get_param/get_grad return it.
+template <class T>
+struct BasicParamView {
+    T* data = nullptr;
+    std::array<std::size_t, 4> shape{};
+    std::size_t rank = 0;
+
+    std::size_t size() const noexcept {
+        std::size_t n = rank ? 1 : 0;
+        for (std::size_t i = 0; i < rank; ++i) n *= shape[i];
+        return n;
+    }
+    T* begin() const noexcept { return data; }
+    T* end() const noexcept { return data + size(); }
+    ArrayView<T, dyn> flat() const { return ArrayView<T, dyn>(data, {size()}); }
+    // Typed view of a given rank; throws if the rank differs.
+    template <std::size_t R>
+    auto as() const {
+        if (R != rank)
+            throw Error("parameter has rank " + std::to_string(rank) + ", not " + std::to_string(R), "tenon-E103");
+        return as_impl<R>(std::make_index_sequence<R>{});
+    }
+    operator BasicParamView<const T>() const  // NOLINT
+        requires(!std::is_const_v<T>)
+    {
+        return {data, shape, rank};
+    }
+
+private:
+    template <std::size_t R, std::size_t... I>
+    auto as_impl(std::index_sequence<I...>) const {
+        return ArrayView<T, always_dyn<I>...>(data, {shape[I]...});
+    }
+};
+using ParamView = BasicParamView<float>;
+using CParamView = BasicParamView<const float>;
+
+// Any float array converts to the view set_param takes.
+template <class T, std::size_t... E>
+CParamView param_view(const ArrayView<T, E...>& v) {
+    static_assert(sizeof...(E) <= 4, "parameters have rank <= 4");
+    CParamView p;
+    p.data = v.data();
+    p.rank = sizeof...(E);
+    for (std::size_t i = 0; i < p.rank; ++i) p.shape[i] = v.shape(i);
+    return p;
+}
+template <std::size_t... E>
+CParamView param_view(const Array<float, E...>& a) {
+    return param_view(a.view());
+}
+
+// Attribute values, as in Thinc's model.attrs.
+using Attr = std::variant<bool, std::int64_t, double, std::string>;
+
+class Node {
+public:
+    virtual ~Node() = default;
+
+    const std::string& name() const noexcept { return name_; }
+    std::uint64_t id() const noexcept { return id_; }
+
+    // Dims. has_dim: declared and known. get_dim throws if unknown or undeclared.
+    bool has_dim(std::string_view name) const noexcept;
+    std::size_t get_dim(std::string_view name) const;
+    void set_dim(std::string_view name, std::size_t value, bool force = false);
+    std::vector<std::string> dim_names() const;
+
+    // Parameters (allocated by initialize) and gradients (zero until a backprop adds).
+    bool has_param(std::string_view name) const noexcept;
+    ParamView get_param(std::string_view name);
+    CParamView get_param(std::string_view name) const;
+    void set_param(std::string_view name, CParamView value);
+    bool has_grad(std::string_view name) const noexcept;
+    ParamView get_grad(std::string_view name);
+    CParamView get_grad(std::string_view name) const;
+    void set_grad(std::string_view name, CParamView value);
+    void inc_grad(std::string_view name, CParamView value);
+    std::vector<std::string> param_names() const;
+
+    bool has_attr(std::string_view name) const noexcept;
+    const Attr& get_attr(std::string_view name) const;
+    void set_attr(std::string_view name, Attr value);
+
+    // Breadth-first over this node and its descendants (this node first), as Thinc.
+    std::vector<Node*> walk();
+    std::vector<const Node*> walk() const;
+    // Direct children; combinators and layers with sub-layers override it.
+    virtual void for_each_child(const std::function<void(Node&)>& /*f*/) {}
+    void for_each_child(const std::function<void(const Node&)>& f) const;
+
+    // One line per node: name, dims, whether initialised.
+    std::string describe() const;
+
+    // Gives every allocated parameter and its gradient to the optimizer, keyed by
+    // (id, name) as in Thinc, then zeroes the gradient. Layer::finish_update calls it for
+    // every node of the tree.
+    void apply_optimizer(class Optimizer& optimizer);
+
+protected:
+    struct Dim {
+        std::string name;
+        std::size_t value = dyn;  // dyn: not known yet
+        std::size_t fixed = dyn;  // static value from the type, or dyn
+    };
+    struct Param {
+        std::string name;
+        std::vector<std::size_t> shape;  // empty until allocated
+        Floats1d value;
+        Floats1d grad;
+        bool allocated = false;
+    };
+
+    Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
+         std::initializer_list<const char*> params);
+    Node(const Node& other);  // a copy is a new node: it gets a new id
+    Node& operator=(const Node& other);
+    Node(Node&&) noexcept = default;  // a move keeps the id
+    Node& operator=(Node&&) noexcept = default;
+
+    // Fast typed access for layer code.
+    std::size_t dim(std::size_t i) const noexcept { return dims_[i].value; }
+    void resolve_dim(std::size_t i, std::size_t value);  // set_dim with a clear error
+    std::size_t require_dim(std::size_t i) const;        // throws if unknown
+    Param& param(std::size_t i) noexcept { return params_[i]; }
+    const Param& param(std::size_t i) const noexcept { return params_[i]; }
+    void allocate_param(std::size_t i, std::vector<std::size_t> shape);
+    bool initialized() const noexcept { return initialized_; }
+    void mark_initialized() noexcept { initialized_ = true; }
+    void require_initialized() const;  // predict/begin_update before initialize
+
+    std::string name_;
+
+private:
+    const Dim* find_dim(std::string_view name) const noexcept;
+    Dim* find_dim(std::string_view name) noexcept;
+    const Param* find_param(std::string_view name) const noexcept;
+    Param* find_param(std::string_view name) noexcept;
+    Param& require_param(std::string_view name);
+    const Param& require_param(std::string_view name) const;
+
+    std::uint64_t id_;
+    std::vector<Dim> dims_;
+    std::vector<Param> params_;
+    std::vector<std::pair<std::string, Attr>> attrs_;
+    bool initialized_ = false;
+};
+
+}  // namespace tenon

@@ -1,0 +1,299 @@
+// Dense arrays: row-major (like numpy, so W is (nO, nI) as in Thinc), each extent static or
+// `dyn`, in an owning form (Array) and a non-owning form (ArrayView).  This header describes
+// types only and does not include Eigen (see types/eigen.hpp for the zero-copy maps).
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "tenon/error.hpp"
+
+namespace tenon {
+
+// An extent not known at compile time.
+inline constexpr std::size_t dyn = static_cast<std::size_t>(-1);
+
+namespace detail {
+inline constexpr std::size_t array_alignment = 64;
+
+template <std::size_t R>
+std::string shape_str(const std::array<std::size_t, R>& s) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < R; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + ")";
+}
+
+// Checks a run-time shape against the static extents of a type; `dyn` matches anything.
+template <std::size_t... Ext>
+void check_extents(const std::array<std::size_t, sizeof...(Ext)>& shape) {
+    constexpr std::array<std::size_t, sizeof...(Ext)> want{Ext...};
+    for (std::size_t i = 0; i < sizeof...(Ext); ++i)
+        if (want[i] != dyn && want[i] != shape[i])
+            throw ShapeError("array: extent " + std::to_string(i) + " is static " +
+                                 std::to_string(want[i]) + " but the shape is " + shape_str(shape),
+                             "tenon-E102");
+}
+
+template <std::size_t... Ext>
+constexpr std::array<std::size_t, sizeof...(Ext)> default_shape() {
+    return {(Ext == dyn ? std::size_t{0} : Ext)...};
+}
+
+// Two extent lists can describe the same array unless both are static and differ.
+template <std::size_t A, std::size_t B>
+inline constexpr bool extent_compatible = A == dyn || B == dyn || A == B;
+}  // namespace detail
+
+template <class T, std::size_t... Ext>
+class ArrayView {
+    static_assert(sizeof...(Ext) >= 1, "tenon arrays have rank >= 1");
+
+public:
+    using value_type = std::remove_const_t<T>;
+    using element_type = T;
+    static constexpr std::size_t rank = sizeof...(Ext);
+    static constexpr std::array<std::size_t, rank> static_extents{Ext...};
+    using shape_type = std::array<std::size_t, rank>;
+
+    ArrayView() noexcept : data_(nullptr), shape_(detail::default_shape<Ext...>()) {}
+    ArrayView(T* data, const shape_type& shape) : data_(data), shape_(shape) {
+        detail::check_extents<Ext...>(shape_);
+    }
+    // Views convert to views of const data and to views with fewer static extents; a static
+    // extent that the source leaves dyn is checked at run time.
+    template <class U, std::size_t... E2>
+        requires(sizeof...(E2) == rank && std::is_convertible_v<U*, T*> &&
+                 (detail::extent_compatible<Ext, E2> && ...))
+    ArrayView(const ArrayView<U, E2...>& other)  // NOLINT(google-explicit-constructor)
+        : data_(other.data()), shape_(other.shape()) {
+        if constexpr (((Ext != dyn && E2 == dyn) || ...)) detail::check_extents<Ext...>(shape_);
+    }
+
+    T* data() const noexcept { return data_; }
+    const shape_type& shape() const noexcept { return shape_; }
+    std::size_t shape(std::size_t i) const noexcept { return shape_[i]; }
+    std::size_t size() const noexcept {
+        std::size_t n = 1;
+        for (auto s : shape_) n *= s;
+        return n;
+    }
+    bool empty() const noexcept { return size() == 0; }
+    T* begin() const noexcept { return data_; }
+    T* end() const noexcept { return data_ + size(); }
+
+    // Element access: a(i, j, ...) with row-major strides.
+    template <class... I>
+        requires(sizeof...(I) == rank)
+    T& operator()(I... idx) const noexcept {
+        std::size_t off = 0, k = 0;
+        ((off = off * shape_[k++] + static_cast<std::size_t>(idx)), ...);
+        return data_[off];
+    }
+    T& operator[](std::size_t i) const noexcept { return data_[i]; }
+
+    // Row i of a rank >= 2 view, as a view of rank - 1.
+    auto row(std::size_t i) const noexcept
+        requires(rank >= 2)
+    {
+        return row_impl(i, std::make_index_sequence<rank - 1>{});
+    }
+    // The flat data as a rank-1 view.
+    ArrayView<T, dyn> flat() const noexcept { return ArrayView<T, dyn>(data_, {size()}); }
+
+private:
+    template <std::size_t... I>
+    auto row_impl(std::size_t i, std::index_sequence<I...>) const noexcept {
+        constexpr std::array<std::size_t, rank> ext{Ext...};
+        using Row = ArrayView<T, ext[I + 1]...>;
+        std::size_t stride = 1;
+        for (std::size_t k = 1; k < rank; ++k) stride *= shape_[k];
+        return Row(data_ + i * stride, {shape_[I + 1]...});
+    }
+
+    T* data_;
+    shape_type shape_;
+};
+
+namespace detail {
+struct AlignedDelete {
+    void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t{array_alignment}); }
+};
+}  // namespace detail
+
+// Tag for constructing an array whose contents will be overwritten at once.
+struct uninitialized_t {
+    explicit uninitialized_t() = default;
+};
+inline constexpr uninitialized_t uninitialized{};
+
+// An owning, 64-byte aligned array. Copies are deep; moves are cheap. Zero-filled unless
+// constructed with `uninitialized`.
+template <class T, std::size_t... Ext>
+class Array {
+    static_assert(std::is_arithmetic_v<T>, "tenon arrays hold arithmetic values");
+
+public:
+    using value_type = T;
+    static constexpr std::size_t rank = sizeof...(Ext);
+    using shape_type = std::array<std::size_t, rank>;
+    using view_type = ArrayView<T, Ext...>;
+    using const_view_type = ArrayView<const T, Ext...>;
+
+    Array() : shape_(detail::default_shape<Ext...>()) { allocate(false); }
+    explicit Array(const shape_type& shape) : shape_(shape) {
+        detail::check_extents<Ext...>(shape_);
+        allocate(true);
+    }
+    Array(const shape_type& shape, uninitialized_t) : shape_(shape) {
+        detail::check_extents<Ext...>(shape_);
+        allocate(false);
+    }
+    Array(const shape_type& shape, std::initializer_list<T> values) : Array(shape, uninitialized) {
+        if (values.size() != size())
+            throw ShapeError("array: " + std::to_string(values.size()) + " values given for shape " +
+                                 detail::shape_str(shape_),
+                             "tenon-E102");
+        std::copy(values.begin(), values.end(), data_.get());
+    }
+    // Deep copy of any view with compatible extents.
+    template <class U, std::size_t... E2>
+        requires(sizeof...(E2) == rank && std::is_same_v<std::remove_const_t<U>, T>)
+    explicit Array(const ArrayView<U, E2...>& v) : Array(v.shape(), uninitialized) {
+        if (size()) std::memcpy(data_.get(), v.data(), size() * sizeof(T));
+    }
+
+    Array(const Array& o) : Array(o.shape_, uninitialized) {
+        if (size()) std::memcpy(data_.get(), o.data_.get(), size() * sizeof(T));
+    }
+    Array(Array&& o) noexcept : data_(std::move(o.data_)), shape_(o.shape_), capacity_(o.capacity_) {
+        o.shape_ = detail::default_shape<Ext...>();
+        o.capacity_ = 0;
+        if constexpr (((Ext == dyn) || ...)) {
+        } else {
+            o.allocate(false);  // keep the moved-from fixed-shape array valid
+        }
+    }
+    Array& operator=(const Array& o) {
+        if (this != &o) {
+            resize(o.shape_, uninitialized);
+            if (size()) std::memcpy(data_.get(), o.data_.get(), size() * sizeof(T));
+        }
+        return *this;
+    }
+    Array& operator=(Array&& o) noexcept {
+        data_ = std::move(o.data_);
+        shape_ = o.shape_;
+        capacity_ = o.capacity_;
+        o.shape_ = detail::default_shape<Ext...>();
+        o.capacity_ = 0;
+        return *this;
+    }
+
+    // Changes the shape; keeps the buffer when it is large enough (no allocation), so
+    // arrays reused across calls of the same batch size stop allocating.
+    void resize(const shape_type& shape, uninitialized_t) {
+        detail::check_extents<Ext...>(shape);
+        shape_ = shape;
+        if (size() > capacity_) allocate(false);
+    }
+    void resize(const shape_type& shape) {
+        resize(shape, uninitialized);
+        fill(T{});
+    }
+    void fill(T v) noexcept { std::fill(data_.get(), data_.get() + size(), v); }
+
+    T* data() noexcept { return data_.get(); }
+    const T* data() const noexcept { return data_.get(); }
+    const shape_type& shape() const noexcept { return shape_; }
+    std::size_t shape(std::size_t i) const noexcept { return shape_[i]; }
+    std::size_t size() const noexcept {
+        std::size_t n = 1;
+        for (auto s : shape_) n *= s;
+        return n;
+    }
+    bool empty() const noexcept { return size() == 0; }
+    T* begin() noexcept { return data(); }
+    T* end() noexcept { return data() + size(); }
+    const T* begin() const noexcept { return data(); }
+    const T* end() const noexcept { return data() + size(); }
+
+    template <class... I>
+        requires(sizeof...(I) == rank)
+    T& operator()(I... idx) noexcept {
+        return view()(idx...);
+    }
+    template <class... I>
+        requires(sizeof...(I) == rank)
+    const T& operator()(I... idx) const noexcept {
+        return view()(idx...);
+    }
+    T& operator[](std::size_t i) noexcept { return data_.get()[i]; }
+    const T& operator[](std::size_t i) const noexcept { return data_.get()[i]; }
+
+    view_type view() noexcept { return view_type(data(), shape_); }
+    const_view_type view() const noexcept { return const_view_type(data(), shape_); }
+    operator view_type() noexcept { return view(); }              // NOLINT
+    operator const_view_type() const noexcept { return view(); }  // NOLINT
+    // Also convert to views with fewer static extents (checked when they differ).
+    template <class U, std::size_t... E2>
+        requires(sizeof...(E2) == rank && (std::is_same_v<U, T> || std::is_same_v<U, const T>) &&
+                 !std::is_same_v<ArrayView<U, E2...>, view_type> &&
+                 !std::is_same_v<ArrayView<U, E2...>, const_view_type> &&
+                 (detail::extent_compatible<Ext, E2> && ...))
+    operator ArrayView<U, E2...>() const {  // NOLINT
+        return ArrayView<U, E2...>(const_cast<T*>(data()), shape_);
+    }
+    auto row(std::size_t i) noexcept
+        requires(rank >= 2)
+    {
+        return view().row(i);
+    }
+    auto row(std::size_t i) const noexcept
+        requires(rank >= 2)
+    {
+        return view().row(i);
+    }
+
+private:
+    void allocate(bool zero) {
+        const std::size_t n = size();
+        capacity_ = n;
+        data_.reset(n ? static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{detail::array_alignment}))
+                      : nullptr);
+        if (zero && n) std::memset(data_.get(), 0, n * sizeof(T));
+    }
+
+    std::unique_ptr<T[], detail::AlignedDelete> data_;
+    shape_type shape_;
+    std::size_t capacity_ = 0;
+};
+
+// The names Thinc uses, with every extent dyn. Static forms: Array<float, dyn, 784> etc.
+using Floats1d = Array<float, dyn>;
+using Floats2d = Array<float, dyn, dyn>;
+using Floats3d = Array<float, dyn, dyn, dyn>;
+using Floats4d = Array<float, dyn, dyn, dyn, dyn>;
+using Ints1d = Array<std::int32_t, dyn>;
+using Ints2d = Array<std::int32_t, dyn, dyn>;
+using Keys1d = Array<std::uint64_t, dyn>;
+using Keys2d = Array<std::uint64_t, dyn, dyn>;
+
+// Views: `...View` may write, `...CView` reads only. Owning arrays convert to both.
+using Floats1dView = ArrayView<float, dyn>;
+using Floats2dView = ArrayView<float, dyn, dyn>;
+using Floats3dView = ArrayView<float, dyn, dyn, dyn>;
+using Floats1dCView = ArrayView<const float, dyn>;
+using Floats2dCView = ArrayView<const float, dyn, dyn>;
+using Floats3dCView = ArrayView<const float, dyn, dyn, dyn>;
+using Ints1dCView = ArrayView<const std::int32_t, dyn>;
+using Ints2dCView = ArrayView<const std::int32_t, dyn, dyn>;
+
+}  // namespace tenon

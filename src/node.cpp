@@ -1,0 +1,275 @@
+// The by-name services of Node (Thinc's Model API), compiled once.
+#include "tenon/model/node.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+
+namespace tenon {
+namespace {
+std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+}
+
+std::string shape_string(const std::size_t* s, std::size_t rank) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < rank; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + ")";
+}
+}  // namespace
+
+Node::Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
+           std::initializer_list<const char*> params)
+    : name_(std::move(name)), id_(next_id()) {
+    dims_.reserve(dims.size());
+    for (auto& [n, v] : dims) dims_.push_back(Dim{n, v, v});
+    params_.reserve(params.size());
+    for (auto* p : params) params_.push_back(Param{p, {}, {}, {}, false});
+}
+
+Node::Node(const Node& o)
+    : name_(o.name_), id_(next_id()), dims_(o.dims_), params_(o.params_), attrs_(o.attrs_),
+      initialized_(o.initialized_) {}
+
+Node& Node::operator=(const Node& o) {
+    if (this != &o) {
+        name_ = o.name_;
+        dims_ = o.dims_;
+        params_ = o.params_;
+        attrs_ = o.attrs_;
+        initialized_ = o.initialized_;
+    }
+    return *this;
+}
+
+const Node::Dim* Node::find_dim(std::string_view n) const noexcept {
+    for (auto& d : dims_)
+        if (d.name == n) return &d;
+    return nullptr;
+}
+Node::Dim* Node::find_dim(std::string_view n) noexcept {
+    return const_cast<Dim*>(std::as_const(*this).find_dim(n));
+}
+
+bool Node::has_dim(std::string_view n) const noexcept {
+    auto* d = find_dim(n);
+    return d && d->value != dyn;
+}
+
+std::size_t Node::get_dim(std::string_view n) const {
+    auto* d = find_dim(n);
+    if (!d) throw Error(name_ + ": has no dimension '" + std::string(n) + "'", "tenon-E104");
+    if (d->value == dyn)
+        throw Error(name_ + ": dimension '" + std::string(n) +
+                        "' is not known yet: give it when creating the layer or call initialize() with sample data",
+                    "tenon-E105");
+    return d->value;
+}
+
+void Node::set_dim(std::string_view n, std::size_t value, bool force) {
+    auto* d = find_dim(n);
+    if (!d) throw Error(name_ + ": has no dimension '" + std::string(n) + "'", "tenon-E104");
+    if (d->fixed != dyn && value != d->fixed)
+        throw ShapeError(name_ + ": dimension '" + std::string(n) + "' is static " + std::to_string(d->fixed) +
+                             " in the layer's type; cannot set it to " + std::to_string(value),
+                         "tenon-E101");
+    if (d->value != dyn && d->value != value && !force)
+        throw ShapeError(name_ + ": dimension '" + std::string(n) + "' is already " + std::to_string(d->value) +
+                             "; cannot change it to " + std::to_string(value),
+                         "tenon-E101");
+    if (d->value != value && force) {
+        // The parameters' shapes depended on the old value.
+        for (auto& p : params_) p = Param{p.name, {}, {}, {}, false};
+        initialized_ = false;
+    }
+    d->value = value;
+}
+
+void Node::resolve_dim(std::size_t i, std::size_t value) {
+    auto& d = dims_[i];
+    if (d.value == dyn) {
+        d.value = value;
+        return;
+    }
+    if (d.value != value)
+        detail::throw_width(name_, "dimension '" + d.name + "'", d.value, value);
+}
+
+std::size_t Node::require_dim(std::size_t i) const { return get_dim(dims_[i].name); }
+
+std::vector<std::string> Node::dim_names() const {
+    std::vector<std::string> out;
+    for (auto& d : dims_) out.push_back(d.name);
+    return out;
+}
+
+const Node::Param* Node::find_param(std::string_view n) const noexcept {
+    for (auto& p : params_)
+        if (p.name == n) return &p;
+    return nullptr;
+}
+Node::Param* Node::find_param(std::string_view n) noexcept {
+    return const_cast<Param*>(std::as_const(*this).find_param(n));
+}
+const Node::Param& Node::require_param(std::string_view n) const {
+    auto* p = find_param(n);
+    if (!p) throw Error(name_ + ": has no parameter '" + std::string(n) + "'", "tenon-E106");
+    if (!p->allocated)
+        throw Error(name_ + ": parameter '" + std::string(n) + "' is not allocated: call initialize() first",
+                    "tenon-E107");
+    return *p;
+}
+Node::Param& Node::require_param(std::string_view n) {
+    return const_cast<Param&>(std::as_const(*this).require_param(n));
+}
+
+void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
+    auto& p = params_[i];
+    std::size_t n = 1;
+    for (auto s : shape) n *= s;
+    p.shape = std::move(shape);
+    p.value = Floats1d({n});
+    p.grad = Floats1d({n});
+    p.allocated = true;
+}
+
+bool Node::has_param(std::string_view n) const noexcept {
+    auto* p = find_param(n);
+    return p && p->allocated;
+}
+
+namespace {
+template <class V, class P>
+V view_of(P& p, bool grad) {
+    V v;
+    v.data = grad ? p.grad.data() : p.value.data();
+    v.rank = p.shape.size();
+    for (std::size_t i = 0; i < v.rank; ++i) v.shape[i] = p.shape[i];
+    return v;
+}
+}  // namespace
+
+ParamView Node::get_param(std::string_view n) { return view_of<ParamView>(require_param(n), false); }
+CParamView Node::get_param(std::string_view n) const { return view_of<CParamView>(require_param(n), false); }
+ParamView Node::get_grad(std::string_view n) { return view_of<ParamView>(require_param(n), true); }
+CParamView Node::get_grad(std::string_view n) const { return view_of<CParamView>(require_param(n), true); }
+bool Node::has_grad(std::string_view n) const noexcept { return has_param(n); }
+
+namespace {
+void check_same_shape(const std::string& layer, std::string_view what, const std::vector<std::size_t>& want,
+                      const CParamView& v) {
+    bool same = want.size() == v.rank;
+    for (std::size_t i = 0; same && i < v.rank; ++i) same = want[i] == v.shape[i];
+    if (!same)
+        throw ShapeError(layer + ": " + std::string(what) + ": expected shape " +
+                             shape_string(want.data(), want.size()) + " but found " +
+                             shape_string(v.shape.data(), v.rank),
+                         "tenon-E108");
+}
+}  // namespace
+
+void Node::set_param(std::string_view n, CParamView v) {
+    auto* p = find_param(n);
+    if (!p) throw Error(name_ + ": has no parameter '" + std::string(n) + "'", "tenon-E106");
+    if (p->allocated) {
+        check_same_shape(name_, "set_param('" + std::string(n) + "')", p->shape, v);
+    } else {
+        allocate_param(static_cast<std::size_t>(p - params_.data()),
+                       std::vector<std::size_t>(v.shape.begin(), v.shape.begin() + v.rank));
+    }
+    if (v.size()) std::memcpy(p->value.data(), v.data, v.size() * sizeof(float));
+}
+
+void Node::set_grad(std::string_view n, CParamView v) {
+    auto& p = require_param(n);
+    check_same_shape(name_, "set_grad('" + std::string(n) + "')", p.shape, v);
+    if (v.size()) std::memcpy(p.grad.data(), v.data, v.size() * sizeof(float));
+}
+
+void Node::inc_grad(std::string_view n, CParamView v) {
+    auto& p = require_param(n);
+    check_same_shape(name_, "inc_grad('" + std::string(n) + "')", p.shape, v);
+    float* g = p.grad.data();
+    for (std::size_t i = 0, e = v.size(); i < e; ++i) g[i] += v.data[i];
+}
+
+std::vector<std::string> Node::param_names() const {
+    std::vector<std::string> out;
+    for (auto& p : params_) out.push_back(p.name);
+    return out;
+}
+
+bool Node::has_attr(std::string_view n) const noexcept {
+    return std::any_of(attrs_.begin(), attrs_.end(), [&](auto& a) { return a.first == n; });
+}
+const Attr& Node::get_attr(std::string_view n) const {
+    for (auto& a : attrs_)
+        if (a.first == n) return a.second;
+    throw Error(name_ + ": has no attribute '" + std::string(n) + "'", "tenon-E109");
+}
+void Node::set_attr(std::string_view n, Attr v) {
+    for (auto& a : attrs_)
+        if (a.first == n) {
+            a.second = std::move(v);
+            return;
+        }
+    attrs_.emplace_back(std::string(n), std::move(v));
+}
+
+void Node::for_each_child(const std::function<void(const Node&)>& f) const {
+    const_cast<Node*>(this)->for_each_child([&](Node& c) { f(c); });
+}
+
+std::vector<Node*> Node::walk() {
+    std::vector<Node*> out;
+    std::deque<Node*> queue{this};
+    while (!queue.empty()) {
+        Node* n = queue.front();
+        queue.pop_front();
+        out.push_back(n);
+        n->for_each_child([&](Node& c) { queue.push_back(&c); });
+    }
+    return out;
+}
+
+std::vector<const Node*> Node::walk() const {
+    auto nodes = const_cast<Node*>(this)->walk();
+    return {nodes.begin(), nodes.end()};
+}
+
+void Node::require_initialized() const {
+    if (!initialized_)
+        throw Error(name_ + ": the model is not initialized: call initialize() (with sample data for dims "
+                            "that are not known) before predict() or begin_update()",
+                    "tenon-E110");
+}
+
+std::string Node::describe() const {
+    std::string out;
+    std::function<void(const Node&, int)> rec = [&](const Node& n, int depth) {
+        out += std::string(2 * depth, ' ') + n.name_;
+        for (auto& d : n.dims_)
+            out += " " + d.name + "=" + (d.value == dyn ? std::string("?") : std::to_string(d.value)) +
+                   (d.fixed != dyn ? "(static)" : "");
+        out += n.initialized_ ? "\n" : " [not initialized]\n";
+        n.for_each_child([&](const Node& c) { rec(c, depth + 1); });
+    };
+    rec(*this, 0);
+    return out;
+}
+
+}  // namespace tenon
+
+#include "tenon/optim/optimizer.hpp"
+
+namespace tenon {
+void Node::apply_optimizer(Optimizer& optimizer) {
+    for (auto& p : params_) {
+        if (!p.allocated) continue;
+        optimizer.update(id_, p.name, p.value.view(), p.grad.view());
+        p.grad.fill(0.0f);
+    }
+}
+}  // namespace tenon

@@ -1,0 +1,564 @@
+#!/usr/bin/python3
+"""Generate Thinc reference ("oracle") case files for tenon's C++ tests.
+
+Usage:  /usr/bin/python3 tests/oracle/gen_thinc_cases.py OUTDIR
+
+Runs a fixed list of small Thinc computations (layer forward/backward,
+optimizer steps, loss gradients) and writes one text file per case to
+OUTDIR/<case>.txt.  See tests/oracle/README.md for the file format and the
+list of cases/keys.
+
+Format of each file:
+    case <name>
+    array <key> <rank> <d0> <d1> ...
+    <all values, row-major, space-separated, one line, %.9g>
+    ...
+All values are float32 (integer labels are written as floats).  A scalar is
+rank 0 (no dims, one value).
+
+Determinism: thinc.api.fix_random_seed(0) is called, and every case draws its
+data from its own numpy.random.RandomState(seed) so the output of one case
+does not depend on which other cases ran before it.
+
+Must be run with Debian's /usr/bin/python3, which has Thinc 8.1 installed.
+"""
+
+import os
+import sys
+import traceback
+
+try:
+    import numpy
+    import thinc
+    from thinc.api import (
+        Adam,
+        CategoricalCrossentropy,
+        Dropout,
+        L2Distance,
+        LayerNorm,
+        Linear,
+        Maxout,
+        Mish,
+        Relu,
+        SGD,
+        Sigmoid,
+        Softmax,
+        chain,
+        fix_random_seed,
+        sigmoid_activation,
+        to_categorical,
+    )
+except ImportError as e:  # pragma: no cover
+    sys.stderr.write(
+        "gen_thinc_cases.py: cannot import numpy/thinc (%s).\n"
+        "Run it with Debian's interpreter: /usr/bin/python3 %s OUTDIR\n"
+        % (e, sys.argv[0])
+    )
+    sys.exit(2)
+
+try:
+    from thinc.api import Softmax_v2
+except ImportError:  # pragma: no cover
+    Softmax_v2 = None
+
+
+class CaseError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------
+
+
+def _as_f32(value, key):
+    arr = numpy.asarray(value)
+    if arr.dtype.kind not in "fiub":
+        raise CaseError("array %r has non-numeric dtype %s" % (key, arr.dtype))
+    arr32 = arr.astype(numpy.float32)
+    if not numpy.all(numpy.isfinite(arr32)):
+        raise CaseError("array %r contains non-finite values" % key)
+    # NB: not numpy.ascontiguousarray, which turns 0-d scalars into shape (1,).
+    return numpy.array(arr32, dtype=numpy.float32, order="C")
+
+
+class CaseWriter:
+    def __init__(self, name):
+        self.name = name
+        self.arrays = []  # list of (key, float32 ndarray)
+        self.keys = set()
+
+    def add(self, key, value):
+        if " " in key or not key:
+            raise CaseError("bad key %r" % key)
+        if key in self.keys:
+            raise CaseError("duplicate key %r in case %s" % (key, self.name))
+        arr = _as_f32(value, key)
+        if numpy.ndim(value) != arr.ndim:
+            raise CaseError("rank changed while converting %r" % key)
+        self.keys.add(key)
+        self.arrays.append((key, arr.copy()))
+
+    def write(self, outdir):
+        path = os.path.join(outdir, self.name + ".txt")
+        lines = ["case %s" % self.name]
+        for key, arr in self.arrays:
+            header = ["array", key, str(arr.ndim)] + [str(d) for d in arr.shape]
+            lines.append(" ".join(header))
+            flat = arr.reshape(-1).astype(numpy.float64)
+            lines.append(" ".join("%.9g" % v for v in flat))
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+
+
+def normal(rng, scale, shape, loc=0.0):
+    return rng.normal(loc, scale, size=shape).astype(numpy.float32)
+
+
+def randomize_dense(rng, node):
+    """Overwrite W/b of a dense-style node (Linear/Relu/Mish/Maxout/...)."""
+    W = node.get_param("W")
+    b = node.get_param("b")
+    node.set_param("W", normal(rng, 0.5, W.shape))
+    node.set_param("b", normal(rng, 0.3, b.shape))
+
+
+def randomize_layernorm(rng, node):
+    G = node.get_param("G")
+    b = node.get_param("b")
+    node.set_param("G", 1.0 + normal(rng, 0.3, G.shape))
+    node.set_param("b", normal(rng, 0.3, b.shape))
+
+
+def check_shape(key, arr, shape):
+    if tuple(arr.shape) != tuple(shape):
+        raise CaseError("%s has shape %s, expected %s" % (key, arr.shape, shape))
+
+
+def run_layer(case, model, X, dY_scale=1.0, rng=None):
+    """begin_update + backprop + predict; writes X dY Y dX Ypred."""
+    Y, backprop = model.begin_update(X)
+    dY = normal(rng, dY_scale, Y.shape)
+    dX = backprop(dY.copy())
+    check_shape("dX", dX, X.shape)
+    Ypred = model.predict(X)
+    case.add("X", X)
+    case.add("dY", dY)
+    case.add("Y", Y)
+    case.add("dX", dX)
+    case.add("Ypred", Ypred)
+    return Y, dX
+
+
+def write_params(case, node, names, prefix=""):
+    for name in names:
+        case.add(prefix + name, node.get_param(name))
+
+
+def write_grads(case, node, names, prefix=""):
+    for name in names:
+        if not node.has_grad(name):
+            raise CaseError("node %s has no gradient for %s" % (node.name, name))
+        case.add("d." + prefix + name, node.get_grad(name))
+
+
+# ---------------------------------------------------------------------------
+# Layer cases
+# ---------------------------------------------------------------------------
+
+BATCH = 6
+
+
+def dense_case(name, model, nI, nO, seed, ln=False):
+    """Generic dense (+ optional LayerNorm child) layer case.
+
+    If ln is True, `model` is chain(dense, LayerNorm) as built by
+    Relu/Mish/Maxout(normalize=True); the dense node is model.layers[0] and
+    the LayerNorm node model.layers[1].
+    """
+    rng = numpy.random.RandomState(seed)
+    case = CaseWriter(name)
+    X = normal(rng, 1.0, (BATCH, nI))
+    model.initialize(X=X, Y=numpy.zeros((BATCH, nO), dtype="f"))
+    if ln:
+        dense, lnode = model.layers[0], model.layers[1]
+        if lnode.name != "layernorm":
+            raise CaseError("expected layernorm child, got %s" % lnode.name)
+    else:
+        dense, lnode = model, None
+    randomize_dense(rng, dense)
+    if lnode is not None:
+        randomize_layernorm(rng, lnode)
+    Y, _ = run_layer(case, model, X, rng=rng)
+    check_shape("Y", Y, (BATCH, nO))
+    write_params(case, dense, ["W", "b"])
+    if lnode is not None:
+        write_params(case, lnode, ["G", "b"], prefix="ln.")
+    write_grads(case, dense, ["W", "b"])
+    if lnode is not None:
+        write_grads(case, lnode, ["G", "b"], prefix="ln.")
+    return case
+
+
+def case_linear():
+    return dense_case("linear", Linear(nO=7, nI=5), 5, 7, seed=101)
+
+
+def case_relu():
+    return dense_case("relu", Relu(nO=7, nI=5), 5, 7, seed=102)
+
+
+def case_relu_normalize():
+    # Thinc: Relu(normalize=True) == chain(relu, LayerNorm(nI=nO)).
+    return dense_case(
+        "relu_normalize", Relu(nO=7, nI=5, normalize=True), 5, 7, seed=103, ln=True
+    )
+
+
+def case_sigmoid():
+    return dense_case("sigmoid", Sigmoid(nO=7, nI=5), 5, 7, seed=104)
+
+
+def case_sigmoid_activation():
+    rng = numpy.random.RandomState(105)
+    case = CaseWriter("sigmoid_activation")
+    model = sigmoid_activation()
+    X = normal(rng, 1.0, (BATCH, 5))
+    model.initialize(X=X)
+    Y, _ = run_layer(case, model, X, rng=rng)
+    check_shape("Y", Y, X.shape)
+    return case
+
+
+def case_softmax():
+    # Thinc's Softmax backprop treats dY as the gradient w.r.t. the logits
+    # (no softmax Jacobian), see thinc/layers/softmax.py forward/backprop.
+    return dense_case("softmax", Softmax(nO=7, nI=5), 5, 7, seed=106)
+
+
+def case_softmax_temperature():
+    # Softmax_v2(temperature=T): Y = softmax((X W^T + b) / T);
+    # backprop divides dY by T, then treats it as the logit gradient.
+    if Softmax_v2 is None:
+        return None
+    case = dense_case(
+        "softmax_temperature",
+        Softmax_v2(nO=7, nI=5, temperature=2.0),
+        5,
+        7,
+        seed=107,
+    )
+    case.add("temperature", numpy.float32(2.0))
+    return case
+
+
+def case_mish():
+    return dense_case("mish", Mish(nO=7, nI=5), 5, 7, seed=108)
+
+
+def case_mish_normalize():
+    return dense_case(
+        "mish_normalize", Mish(nO=7, nI=5, normalize=True), 5, 7, seed=109, ln=True
+    )
+
+
+def case_maxout():
+    # W: (nO, nP, nI) = (4, 3, 5); b: (nO, nP) = (4, 3).
+    case = dense_case("maxout", Maxout(nO=4, nI=5, nP=3), 5, 4, seed=110)
+    return case
+
+
+def case_maxout_normalize():
+    return dense_case(
+        "maxout_normalize",
+        Maxout(nO=4, nI=5, nP=3, normalize=True),
+        5,
+        4,
+        seed=111,
+        ln=True,
+    )
+
+
+def case_layernorm():
+    rng = numpy.random.RandomState(112)
+    case = CaseWriter("layernorm")
+    model = LayerNorm(nI=5)
+    X = normal(rng, 1.0, (BATCH, 5))
+    model.initialize(X=X)
+    randomize_layernorm(rng, model)
+    Y, _ = run_layer(case, model, X, rng=rng)
+    check_shape("Y", Y, X.shape)
+    write_params(case, model, ["G", "b"])
+    write_grads(case, model, ["G", "b"])
+    return case
+
+
+def case_dropout_predict():
+    # Dropout(0.5) at inference (predict, is_train=False) is the identity.
+    # Training-mode dropout with rate > 0 depends on Thinc's RNG and is not an
+    # oracle case.
+    rng = numpy.random.RandomState(113)
+    case = CaseWriter("dropout_predict")
+    model = Dropout(0.5)
+    X = normal(rng, 1.0, (BATCH, 5))
+    model.initialize(X=X)
+    Ypred = model.predict(X)
+    if not numpy.array_equal(Ypred, X):
+        raise CaseError("Dropout.predict is not the identity")
+    case.add("X", X)
+    case.add("Ypred", Ypred)
+    return case
+
+
+def case_dropout_rate0():
+    # Dropout(0.0) in training: identity forward, identity backward.
+    rng = numpy.random.RandomState(114)
+    case = CaseWriter("dropout_rate0")
+    model = Dropout(0.0)
+    X = normal(rng, 1.0, (BATCH, 5))
+    model.initialize(X=X)
+    Y, backprop = model.begin_update(X)
+    dY = normal(rng, 1.0, Y.shape)
+    dX = backprop(dY)
+    case.add("X", X)
+    case.add("dY", dY)
+    case.add("Y", Y)
+    case.add("dX", dX)
+    return case
+
+
+# ---------------------------------------------------------------------------
+# MLP cases
+# ---------------------------------------------------------------------------
+
+MLP_BATCH = 8
+MLP_NI = 12
+MLP_NH = 16
+MLP_NO = 5
+
+
+def make_mlp(rng):
+    model = chain(Relu(nO=MLP_NH, nI=MLP_NI), Relu(nO=MLP_NH), Softmax(nO=MLP_NO))
+    Xinit = normal(rng, 1.0, (MLP_BATCH, MLP_NI))
+    model.initialize(X=Xinit, Y=numpy.zeros((MLP_BATCH, MLP_NO), dtype="f"))
+    for layer in model.layers:
+        randomize_dense(rng, layer)
+    return model
+
+
+def mlp_param_items(model):
+    """Yields (label, node, param_name) with label like '0.W'."""
+    for i, layer in enumerate(model.layers):
+        for name in ("W", "b"):
+            yield "%d.%s" % (i, name), layer, name
+
+
+def case_mlp():
+    rng = numpy.random.RandomState(120)
+    case = CaseWriter("mlp")
+    model = make_mlp(rng)
+    X = normal(rng, 1.0, (MLP_BATCH, MLP_NI))
+    Y, _ = run_layer(case, model, X, rng=rng)
+    check_shape("Y", Y, (MLP_BATCH, MLP_NO))
+    for label, node, name in mlp_param_items(model):
+        case.add(label, node.get_param(name))
+    for label, node, name in mlp_param_items(model):
+        if not node.has_grad(name):
+            raise CaseError("mlp: no grad for %s" % label)
+        case.add("d." + label, node.get_grad(name))
+    return case
+
+
+def train_case(name, optimizer, n_steps, seed):
+    # Beyond the brief: also writes step<k>.Y (the forward output used for the
+    # loss) and avg.* for SGD too.  avg.* come from optimizer.averages, keyed
+    # by (node.id, param_name) and mapped to "<layer index>.<param>".
+    rng = numpy.random.RandomState(seed)
+    case = CaseWriter(name)
+    model = make_mlp(rng)
+    for label, node, pname in mlp_param_items(model):
+        case.add("init." + label, node.get_param(pname))
+    loss = CategoricalCrossentropy()
+    for k in range(n_steps):
+        X = normal(rng, 1.0, (MLP_BATCH, MLP_NI))
+        labels = rng.randint(0, MLP_NO, size=(MLP_BATCH,))
+        truths = numpy.zeros((MLP_BATCH, MLP_NO), dtype="f")
+        truths[numpy.arange(MLP_BATCH), labels] = 1.0
+        Yh, backprop = model.begin_update(X)
+        d_guesses = loss.get_grad(Yh, truths)
+        backprop(d_guesses)
+        model.finish_update(optimizer)
+        case.add("step%d.X" % k, X)
+        case.add("step%d.labels" % k, labels.astype("f"))
+        case.add("step%d.Y" % k, Yh)
+        case.add("step%d.d_guesses" % k, d_guesses)
+    for label, node, pname in mlp_param_items(model):
+        case.add("final." + label, node.get_param(pname))
+    if optimizer.averages is None:
+        raise CaseError("%s: optimizer has no averages" % name)
+    for label, node, pname in mlp_param_items(model):
+        key = (node.id, pname)
+        if key not in optimizer.averages:
+            raise CaseError("%s: no average for %s" % (name, label))
+        case.add("avg." + label, optimizer.averages[key])
+    return case
+
+
+def case_mlp_adam():
+    # Adam(0.001): beta1 0.9, beta2 0.999, eps 1e-8, grad_clip 1.0,
+    # use_averages True, L2 0.0.
+    return train_case("mlp_adam", Adam(0.001), 3, seed=121)
+
+
+def case_sgd():
+    # SGD(0.1): grad_clip 1.0, use_averages True, L2 0.0 (beta1=beta2=0).
+    return train_case("sgd", SGD(0.1), 2, seed=122)
+
+
+# ---------------------------------------------------------------------------
+# Losses
+# ---------------------------------------------------------------------------
+
+
+def case_loss_cce():
+    rng = numpy.random.RandomState(130)
+    case = CaseWriter("loss_cce")
+    logits = rng.normal(0.0, 1.0, size=(6, 4)).astype("f")
+    e = numpy.exp(logits - logits.max(axis=1, keepdims=True))
+    guesses = (e / e.sum(axis=1, keepdims=True)).astype("f")
+    labels = rng.randint(0, 4, size=(6,)).astype("i")
+    truths = to_categorical(labels, n_classes=4)
+    case.add("guesses", guesses)
+    case.add("labels", labels)
+    case.add("truths", truths)
+    case.add("d_guesses", CategoricalCrossentropy().get_grad(guesses, labels))
+    case.add(
+        "d_guesses_nonorm",
+        CategoricalCrossentropy(normalize=False).get_grad(guesses, labels),
+    )
+    try:
+        smooth = CategoricalCrossentropy(label_smoothing=0.1)
+    except TypeError:  # pragma: no cover - older Thinc without label smoothing
+        print("note: loss_cce: label_smoothing not supported; skipping smooth keys")
+        return case
+    case.add("d_guesses_smooth", smooth.get_grad(guesses, labels))
+    case.add(
+        "truths_smooth", to_categorical(labels, n_classes=4, label_smoothing=0.1)
+    )
+    return case
+
+
+def case_loss_l2():
+    rng = numpy.random.RandomState(131)
+    case = CaseWriter("loss_l2")
+    guesses = normal(rng, 1.0, (6, 4))
+    truths = normal(rng, 1.0, (6, 4))
+    case.add("guesses", guesses)
+    case.add("truths", truths)
+    case.add("d_guesses", L2Distance().get_grad(guesses, truths))
+    case.add("loss", numpy.float32(L2Distance().get_loss(guesses, truths)))
+    case.add("d_guesses_nonorm", L2Distance(normalize=False).get_grad(guesses, truths))
+    return case
+
+
+# ---------------------------------------------------------------------------
+# Optimizer on a single vector (gradient clipping)
+# ---------------------------------------------------------------------------
+
+
+def case_grad_clip():
+    rng = numpy.random.RandomState(140)
+    case = CaseWriter("grad_clip")
+    w0 = normal(rng, 1.0, (10,))
+    g0 = normal(rng, 1.0, (10,))
+    g0 = (g0 * (5.0 / numpy.linalg.norm(g0))).astype("f")  # norm ~5 > clip 1.0
+    key = (0, "W")
+    # Beyond the brief: also writes sgd.avg1 (SGD's averages after one step).
+    # The optimizer modifies weights and gradient in place: pass copies.
+    adam = Adam(0.01)
+    w1, _ = adam(key, w0.copy(), g0.copy())
+    sgd = SGD(0.1)
+    sw1, _ = sgd(key, w0.copy(), g0.copy())
+    case.add("w0", w0)
+    case.add("g0", g0)
+    case.add("w1", w1)
+    case.add("avg1", adam.averages[key])
+    case.add("sgd.w1", sw1)
+    case.add("sgd.avg1", sgd.averages[key])
+    return case
+
+
+# ---------------------------------------------------------------------------
+
+CASES = [
+    ("linear", case_linear),
+    ("relu", case_relu),
+    ("relu_normalize", case_relu_normalize),
+    ("sigmoid", case_sigmoid),
+    ("sigmoid_activation", case_sigmoid_activation),
+    ("softmax", case_softmax),
+    ("softmax_temperature", case_softmax_temperature),
+    ("mish", case_mish),
+    ("mish_normalize", case_mish_normalize),
+    ("maxout", case_maxout),
+    ("maxout_normalize", case_maxout_normalize),
+    ("layernorm", case_layernorm),
+    ("dropout_predict", case_dropout_predict),
+    ("dropout_rate0", case_dropout_rate0),
+    ("mlp", case_mlp),
+    ("mlp_adam", case_mlp_adam),
+    ("sgd", case_sgd),
+    ("loss_cce", case_loss_cce),
+    ("loss_l2", case_loss_l2),
+    ("grad_clip", case_grad_clip),
+]
+
+
+def main(argv):
+    stamp = None
+    if len(argv) == 4 and argv[2] == "--stamp":
+        stamp = argv[3]
+    elif len(argv) != 2:
+        sys.stderr.write("usage: /usr/bin/python3 %s OUTDIR [--stamp FILE]\n" % argv[0])
+        return 2
+    outdir = argv[1]
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        sys.stderr.write("gen_thinc_cases.py: cannot create %s: %s\n" % (outdir, e))
+        return 1
+    fix_random_seed(0)
+    n_written = 0
+    for name, fn in CASES:
+        try:
+            case = fn()
+            if case is None:
+                print("skip %s (not supported by Thinc %s)" % (name, thinc.__version__))
+                continue
+            if case.name != name:
+                raise CaseError("case function returned %r" % case.name)
+            path = case.write(outdir)
+        except Exception as e:
+            traceback.print_exc()
+            sys.stderr.write("gen_thinc_cases.py: case %s FAILED: %s\n" % (name, e))
+            return 1
+        n_written += 1
+        print(
+            "wrote %s (%d arrays: %s)"
+            % (path, len(case.arrays), " ".join(k for k, _ in case.arrays))
+        )
+    print("done: %d case files in %s (thinc %s)" % (n_written, outdir, thinc.__version__))
+    if stamp:
+        with open(stamp, "w") as f:
+            f.write("%d cases\n" % n_written)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,291 @@
+// tenon against Thinc: the same weights and inputs must give the same outputs, dX and
+// parameter gradients (within 1e-5 relative, with a small absolute floor), and the MLP the
+// same weights after Adam and SGD steps (within 1e-4). The reference cases are written by
+// tests/oracle/gen_thinc_cases.py with Debian's Thinc 8.1 at build time.
+#include <catch2/catch.hpp>
+#include <tenon/tenon.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace tenon;
+
+namespace {
+
+struct Stored {
+    std::vector<std::size_t> shape;
+    std::vector<float> values;
+};
+
+class Case {
+public:
+    explicit Case(const std::string& name) : name_(name) {
+        const std::string path = std::string(TENON_ORACLE_DIR) + "/" + name + ".txt";
+        std::ifstream in(path);
+        if (!in) FAIL("missing oracle case file " << path << " (run the build: it generates them with Thinc)");
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream head(line);
+            std::string kind, key;
+            head >> kind;
+            if (kind != "array") continue;
+            std::size_t rank = 0;
+            head >> key >> rank;
+            Stored s;
+            s.shape.resize(rank);
+            std::size_t n = 1;
+            for (auto& d : s.shape) {
+                head >> d;
+                n *= d;
+            }
+            std::getline(in, line);
+            std::istringstream vals(line);
+            s.values.resize(n);
+            for (auto& v : s.values) vals >> v;
+            arrays_[key] = std::move(s);
+        }
+    }
+    bool has(const std::string& key) const { return arrays_.count(key) > 0; }
+    const Stored& get(const std::string& key) const {
+        auto it = arrays_.find(key);
+        if (it == arrays_.end()) FAIL("oracle case " << name_ << " has no array '" << key << "'");
+        return it->second;
+    }
+    Floats2d f2(const std::string& key) const {
+        const auto& s = get(key);
+        REQUIRE(s.shape.size() == 2);
+        Floats2d a({s.shape[0], s.shape[1]}, uninitialized);
+        std::copy(s.values.begin(), s.values.end(), a.data());
+        return a;
+    }
+    Ints1d labels(const std::string& key) const {
+        const auto& s = get(key);
+        Ints1d a({s.values.size()}, uninitialized);
+        for (std::size_t i = 0; i < s.values.size(); ++i) a[i] = static_cast<std::int32_t>(std::lround(s.values[i]));
+        return a;
+    }
+    float scalar(const std::string& key) const { return get(key).values.at(0); }
+    CParamView param(const std::string& key) const {
+        const auto& s = get(key);
+        CParamView v;
+        v.data = s.values.data();
+        v.rank = s.shape.size();
+        for (std::size_t i = 0; i < v.rank; ++i) v.shape[i] = s.shape[i];
+        return v;
+    }
+
+private:
+    std::string name_;
+    std::map<std::string, Stored> arrays_;
+};
+
+// Every value within rtol * |expected| + atol, and the shapes equal.
+template <class Got>
+    requires requires(const Got& g) { g.data(); }
+void check_close(const Case& c, const std::string& key, const Got& got, double rtol = 1e-5, double atol = 1e-6) {
+    const auto& want = c.get(key);
+    std::size_t n = 1;
+    for (auto d : want.shape) n *= d;
+    INFO("array " << key);
+    REQUIRE(got.size() == n);
+    const float* g = got.data();
+    std::size_t bad = 0;
+    double worst = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double e = want.values[i], d = std::abs(double(g[i]) - e);
+        if (!(d <= rtol * std::abs(e) + atol)) {
+            ++bad;
+            worst = std::max(worst, d);
+        }
+    }
+    INFO(bad << " of " << n << " values differ; worst absolute difference " << worst);
+    CHECK(bad == 0);
+}
+void check_close(const Case& c, const std::string& key, const CParamView& got, double rtol = 1e-5,
+                 double atol = 1e-6) {
+    struct {
+        const float* p;
+        std::size_t n;
+        const float* data() const { return p; }
+        std::size_t size() const { return n; }
+    } v{got.data, got.size()};
+    check_close(c, key, v, rtol, atol);
+}
+
+Node* child_named(Node& model, const std::string& name) {
+    for (Node* n : model.walk())
+        if (n->name() == name && n != &model) return n;
+    FAIL("model " << model.name() << " has no child named " << name);
+    return nullptr;
+}
+
+// The standard single-layer case: set the weights, run forward and backward, compare.
+template <class M>
+void run_layer_case(M model, const std::string& name, const std::vector<std::string>& params,
+                    const std::string& ln_child = "") {
+    Case c(name);
+    const Floats2d X = c.f2("X");
+    model.initialize(X);
+    for (const auto& p : params) model.set_param(p, c.param(p));
+    if (!ln_child.empty()) {
+        Node* ln = child_named(model, ln_child);
+        ln->set_param("G", c.param("ln.G"));
+        ln->set_param("b", c.param("ln.b"));
+    }
+    check_close(c, "Ypred", model.predict(X));
+    auto [Y, backprop] = model.begin_update(X);
+    check_close(c, "Y", Y);
+    const Floats2d dX = backprop(c.f2("dY"));
+    check_close(c, "dX", dX);
+    for (const auto& p : params) check_close(c, "d." + p, model.get_grad(p));
+    if (!ln_child.empty()) {
+        Node* ln = child_named(model, ln_child);
+        check_close(c, "d.ln.G", ln->get_grad("G"));
+        check_close(c, "d.ln.b", ln->get_grad("b"));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("oracle: Linear", "[oracle]") { run_layer_case(Linear<>({.nO = 7, .nI = 5}), "linear", {"W", "b"}); }
+TEST_CASE("oracle: Relu", "[oracle]") { run_layer_case(Relu<7>(), "relu", {"W", "b"}); }
+TEST_CASE("oracle: Relu normalize", "[oracle]") {
+    run_layer_case(Relu<7, 5>({.normalize = true}), "relu_normalize", {"W", "b"}, "layernorm");
+}
+TEST_CASE("oracle: Sigmoid", "[oracle]") { run_layer_case(Sigmoid<7>(), "sigmoid", {"W", "b"}); }
+TEST_CASE("oracle: sigmoid_activation", "[oracle]") {
+    run_layer_case(sigmoid_activation(), "sigmoid_activation", {});
+}
+TEST_CASE("oracle: Softmax", "[oracle]") { run_layer_case(Softmax<7>(), "softmax", {"W", "b"}); }
+TEST_CASE("oracle: Softmax temperature", "[oracle]") {
+    Case c("softmax_temperature");
+    run_layer_case(Softmax<7>({.temperature = c.scalar("temperature")}), "softmax_temperature", {"W", "b"});
+}
+TEST_CASE("oracle: Mish", "[oracle]") { run_layer_case(Mish<>({.nO = 7}), "mish", {"W", "b"}); }
+TEST_CASE("oracle: Mish normalize", "[oracle]") {
+    run_layer_case(Mish<7>({.normalize = true}), "mish_normalize", {"W", "b"}, "layernorm");
+}
+TEST_CASE("oracle: Maxout", "[oracle]") { run_layer_case(Maxout<4>(), "maxout", {"W", "b"}); }
+TEST_CASE("oracle: Maxout normalize", "[oracle]") {
+    run_layer_case(Maxout<4>({.normalize = true}), "maxout_normalize", {"W", "b"}, "layernorm");
+}
+TEST_CASE("oracle: LayerNorm", "[oracle]") { run_layer_case(LayerNorm<>(), "layernorm", {"G", "b"}); }
+
+TEST_CASE("oracle: Dropout", "[oracle]") {
+    {
+        Case c("dropout_predict");
+        Dropout d(0.5);
+        check_close(c, "Ypred", d.predict(c.f2("X")));
+    }
+    {
+        Case c("dropout_rate0");
+        Dropout d(0.0);
+        auto [Y, backprop] = d.begin_update(c.f2("X"));
+        check_close(c, "Y", Y);
+        check_close(c, "dX", backprop(c.f2("dY")));
+    }
+}
+
+namespace {
+auto make_mlp() { return Relu<16, 12>() >> Relu<16>() >> Softmax<5>(); }
+
+template <class M>
+void set_mlp_params(M& model, const Case& c, const std::string& prefix) {
+    Node* layers[] = {&model.template layer<0>(), &model.template layer<1>(), &model.template layer<2>()};
+    for (int i = 0; i < 3; ++i)
+        for (const char* p : {"W", "b"}) layers[i]->set_param(p, c.param(prefix + std::to_string(i) + "." + p));
+}
+template <class M>
+void check_mlp_params(M& model, const Case& c, const std::string& prefix, double rtol, double atol) {
+    Node* layers[] = {&model.template layer<0>(), &model.template layer<1>(), &model.template layer<2>()};
+    for (int i = 0; i < 3; ++i)
+        for (const char* p : {"W", "b"})
+            check_close(c, prefix + std::to_string(i) + "." + p, layers[i]->get_param(p), rtol, atol);
+}
+
+// Train the MLP from Thinc's initial weights on Thinc's batches; compare the weights after.
+void run_training_case(const std::string& name, Optimizer opt, int steps) {
+    Case c(name);
+    auto model = make_mlp();
+    model.initialize();
+    set_mlp_params(model, c, "init.");
+    CategoricalCrossentropy loss;
+    for (int k = 0; k < steps; ++k) {
+        const std::string s = "step" + std::to_string(k) + ".";
+        auto [Yh, backprop] = model.begin_update(c.f2(s + "X"));
+        check_close(c, s + "Y", Yh, 1e-4, 1e-6);
+        const Floats2d d = loss.get_grad(Yh, c.labels(s + "labels"));
+        check_close(c, s + "d_guesses", d, 1e-4, 1e-6);
+        backprop(d);
+        model.finish_update(opt);
+    }
+    check_mlp_params(model, c, "final.", 1e-4, 1e-6);
+    // Thinc keeps moving averages of the weights; UseAverages swaps them in.
+    {
+        UseAverages avg(model, opt);
+        check_mlp_params(model, c, "avg.", 1e-4, 1e-6);
+    }
+    check_mlp_params(model, c, "final.", 1e-4, 1e-6);
+}
+}  // namespace
+
+TEST_CASE("oracle: MLP forward and backward", "[oracle]") {
+    Case c("mlp");
+    auto model = make_mlp();
+    const Floats2d X = c.f2("X");
+    model.initialize(X);
+    set_mlp_params(model, c, "");
+    check_close(c, "Ypred", model.predict(X));
+    auto [Y, backprop] = model.begin_update(X);
+    check_close(c, "Y", Y);
+    check_close(c, "dX", backprop(c.f2("dY")));
+    Node* layers[] = {&model.layer<0>(), &model.layer<1>(), &model.layer<2>()};
+    for (int i = 0; i < 3; ++i)
+        for (const char* p : {"W", "b"})
+            check_close(c, "d." + std::to_string(i) + "." + p, layers[i]->get_grad(p));
+}
+
+TEST_CASE("oracle: MLP after 3 Adam steps", "[oracle]") { run_training_case("mlp_adam", Adam(0.001), 3); }
+TEST_CASE("oracle: MLP after 2 SGD steps", "[oracle]") { run_training_case("sgd", SGD(0.1), 2); }
+
+TEST_CASE("oracle: CategoricalCrossentropy", "[oracle]") {
+    Case c("loss_cce");
+    const Floats2d guesses = c.f2("guesses");
+    const Ints1d labels = c.labels("labels");
+    check_close(c, "truths", to_categorical(labels, guesses.shape(1)));
+    check_close(c, "d_guesses", CategoricalCrossentropy().get_grad(guesses, labels));
+    check_close(c, "d_guesses", CategoricalCrossentropy().get_grad(guesses, c.f2("truths")));
+    check_close(c, "d_guesses_nonorm", CategoricalCrossentropy({.normalize = false}).get_grad(guesses, labels));
+    check_close(c, "truths_smooth", to_categorical(labels, guesses.shape(1), 0.1));
+    check_close(c, "d_guesses_smooth",
+                CategoricalCrossentropy({.label_smoothing = 0.1}).get_grad(guesses, labels));
+}
+
+TEST_CASE("oracle: L2Distance", "[oracle]") {
+    Case c("loss_l2");
+    const Floats2d g = c.f2("guesses"), t = c.f2("truths");
+    check_close(c, "d_guesses", L2Distance().get_grad(g, t));
+    check_close(c, "d_guesses_nonorm", L2Distance({.normalize = false}).get_grad(g, t));
+}
+
+TEST_CASE("oracle: optimizer step with gradient clipping", "[oracle]") {
+    Case c("grad_clip");
+    const auto& w0 = c.get("w0");
+    const auto& g0 = c.get("g0");
+    auto run = [&](Optimizer opt, const std::string& w_key, const std::string& avg_key) {
+        Floats1d w({w0.values.size()}, uninitialized), g({g0.values.size()}, uninitialized);
+        std::copy(w0.values.begin(), w0.values.end(), w.data());
+        std::copy(g0.values.begin(), g0.values.end(), g.data());
+        opt.update(0, "W", w, g);
+        check_close(c, w_key, w);
+        Floats1d* avg = opt.average(0, "W");
+        REQUIRE(avg != nullptr);
+        check_close(c, avg_key, *avg);
+    };
+    run(Adam(0.01), "w1", "avg1");
+    run(SGD(0.1), "sgd.w1", "sgd.avg1");
+}
