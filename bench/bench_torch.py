@@ -14,15 +14,44 @@ Prints one JSON record per line on stdout:
 Options: --fraction F  --latency-n N  --latency-warmup N  --figures a,b,c
          --threads N (0 = library default)  --seed S
 """
-import argparse
-import gc
-import json
-import math
+# --- Thread limits must be in the environment before numpy/torch (and their BLAS) load. ---
 import os
 import sys
-import time
 
-import numpy as np
+THREAD_ENV_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def _threads_from_argv(argv):
+    for i, a in enumerate(argv):
+        try:
+            if a == "--threads" and i + 1 < len(argv):
+                return int(argv[i + 1])
+            if a.startswith("--threads="):
+                return int(a.split("=", 1)[1])
+        except ValueError:
+            return 0
+    return 0
+
+
+_N_THREADS = _threads_from_argv(sys.argv[1:])
+if _N_THREADS > 0:
+    # torch.set_num_threads() below covers ATen/OpenMP; these also pin the BLAS that
+    # torch's Linear layers call (OpenBLAS keeps its own thread pool).
+    for _var in THREAD_ENV_VARS:
+        os.environ[_var] = str(_N_THREADS)
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fashion_mnist  # noqa: E402

@@ -3,10 +3,13 @@
 //   build/examples/mnist_mlp [epochs=2] [data dir]
 #include <tenon/tenon.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include <unistd.h>
 
 using namespace tenon;
 
@@ -34,6 +37,7 @@ int main(int argc, char** argv) {
         model.initialize(data.X_train, Y_train);  // nI = 784 and nO = 10 come from the data
         Optimizer opt = Adam(0.001);
         CategoricalCrossentropy loss;
+        const bool tty = isatty(fileno(stderr));
 
         std::printf("tenon %s: 784-512-512-10 MLP on Fashion-MNIST (%zu train, %zu test), GEMM kernel %s\n",
                     model.name().c_str(), data.X_train.shape(0), data.X_test.shape(0), cpu::gemm_target());
@@ -46,13 +50,16 @@ int main(int argc, char** argv) {
                 auto [Yh, backprop] = model.begin_update(X);
                 backprop(loss.get_grad(Yh, Y));
                 model.finish_update(opt);
-                if (++done % 47 == 0 || done == total)
+                ++done;
+                if (tty && (done % 47 == 0 || done == total))  // a bar that redraws itself
                     std::fprintf(stderr, "\repoch %d [%-20s] %3zu%%", epoch,
                                  std::string(20 * done / total, '#').c_str(), 100 * done / total);
+                else if (!tty && done % std::max<std::size_t>(total / 4, 1) == 0 && done < total)  // logs get a line per quarter
+                    std::fprintf(stderr, "epoch %d: %zu%% of %zu batches\n", epoch, 100 * done / total, total);
             }
             const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const double acc = accuracy(model.predict(data.X_test), data.y_test);
-            std::fprintf(stderr, "\r%60s\r", "");
+            if (tty) std::fprintf(stderr, "\r%60s\r", "");
             std::printf("epoch %d: %.2f s, test accuracy %.4f\n", epoch, secs, acc);
         }
         return 0;

@@ -218,6 +218,10 @@ void Node::set_attr(std::string_view n, Attr v) {
     attrs_.emplace_back(std::string(n), std::move(v));
 }
 
+void Node::throw_attr_type(std::string_view n, const char* expected) const {
+    throw Error(name_ + ": attribute '" + std::string(n) + "' must be " + expected, "tenon-E116");
+}
+
 void Node::for_each_child(const std::function<void(const Node&)>& f) const {
     const_cast<Node*>(this)->for_each_child([&](Node& c) { f(c); });
 }
@@ -268,8 +272,7 @@ namespace tenon {
 void Node::apply_optimizer(Optimizer& optimizer) {
     for (auto& p : params_) {
         if (!p.allocated) continue;
-        optimizer.update(id_, p.name, p.value.view(), p.grad.view());
-        p.grad.fill(0.0f);
+        optimizer.update(id_, p.name, p.value.view(), p.grad.view());  // zeroes the gradient
     }
 }
 }  // namespace tenon

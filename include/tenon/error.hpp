@@ -1,5 +1,5 @@
 // tenon::Error: every run-time failure the library reports. Messages name the layer and
-// the expected and found values; `id()` is the diagnostic id (docs/diagnostics.md).
+// the expected and found values; `id()` is the diagnostic id (docs/lifecycle.md lists them).
 #pragma once
 #include <cstddef>
 #include <stdexcept>

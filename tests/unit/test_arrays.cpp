@@ -86,8 +86,8 @@ TEST_CASE("arrays: static extents are checked", "[arrays]") {
 
     // A dyn array converts to a view with static extents only when the shape fits.
     Floats2d d({2, 3});
-    CHECK_NOTHROW(ArrayView<const float, dyn, 3>(d.view()));
-    CHECK_THROWS_AS(ArrayView<const float, dyn, 4>(d.view()), ShapeError);
+    CHECK_NOTHROW((ArrayView<const float, dyn, 3>(d.view())));
+    CHECK_THROWS_AS((ArrayView<const float, dyn, 4>(d.view())), ShapeError);
     CHECK_THROWS_AS((ArrayView<float, 2, 4>(d.data(), {2, 3})), ShapeError);
 
     // Static views convert to dyn ones without a check; static vs static mismatch does not compile.
@@ -152,7 +152,7 @@ TEST_CASE("arrays: copies are deep, moves are cheap", "[arrays]") {
     Floats2d d(a.view());
     CHECK(d.data() != a.data());
     CHECK(d(1, 1) == a(1, 1));
-    Floats2d e(Floats2dCView(a));
+    Floats2d e{Floats2dCView(a)};
     CHECK(e(2, 2) == a(2, 2));
 
     const float* p = a.data();
@@ -300,4 +300,22 @@ TEST_CASE("arrays: empty arrays", "[arrays]") {
     Array<float, dyn, 4> s({0, 4});
     CHECK(s.empty());
     CHECK_THROWS_AS((Array<float, dyn, 4>({0, 3})), ShapeError);  // empty, but still the wrong width
+}
+
+#include "tenon/types/eigen.hpp"
+
+TEST_CASE("arrays: zero-copy Eigen maps", "[arrays]") {
+    Floats2d A({2, 3}, {1, 2, 3, 4, 5, 6});
+    auto m = as_matrix(A);
+    CHECK(m.rows() == 2);
+    CHECK(m(1, 0) == 4.0f);
+    m(0, 1) = 9.0f;  // writes through to the array
+    CHECK(A(0, 1) == 9.0f);
+    const Floats2d& cA = A;
+    auto cm = as_matrix(cA);
+    STATIC_REQUIRE(std::is_const_v<std::remove_reference_t<decltype(cm.coeffRef(0, 0))>>);
+    CHECK(cm.sum() == Approx(1 + 9 + 3 + 4 + 5 + 6));
+    Floats1d v({3}, {1, 2, 3});
+    CHECK(as_vector(v).dot(as_vector(v)) == Approx(14.0f));
+    CHECK(as_matrix(Floats2dCView(A)).data() == A.data());
 }

@@ -1,1 +1,350 @@
+// Bad input gets clear errors: a tenon::Error whose message names the layer and the expected
+// and found values, with a diagnostic id. Empty batches are not errors.
 #include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tenon/tenon.hpp"
+
+using namespace tenon;
+using Catch::Matchers::Contains;
+
+namespace {
+Floats2d random_array(std::size_t rows, std::size_t cols, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+    Rng rng(seed);
+    Floats2d a({rows, cols}, uninitialized);
+    for (float& v : a) v = static_cast<float>(rng.uniform(lo, hi));
+    return a;
+}
+
+// The id of the tenon::Error f throws, or a note that it threw none / something else.
+template <class F>
+std::string error_id(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.id();
+    } catch (const std::exception& e) {
+        return std::string("not a tenon::Error: ") + e.what();
+    }
+    return "no exception";
+}
+
+using PredictFn = std::function<Floats2d(Floats2dCView)>;
+using BackpropFn = std::function<Floats2d(Floats2dCView)>;
+using UpdateFn = std::function<std::pair<Floats2d, BackpropFn>(Floats2dCView)>;
+using Body = std::function<void(Node&, PredictFn, UpdateFn)>;
+
+// A case of the per-layer table: the layer, its input width and its output width.
+struct LayerCase {
+    const char* name;      // what the messages about the input must name
+    const char* out_name;  // what the messages about dY must name (the last layer of a chain)
+    std::size_t nI, nO;    // widths after initialize
+    bool checks_width;   // false for the layers that take any width
+    std::function<void(const Body&)> with;
+};
+
+// Type erasure for the table: initialises a model on X (rows, nI) and hands out its predict and
+// begin_update (with the backprop as a std::function).
+template <class M>
+auto erase(M model, std::size_t nI) {
+    return [model, nI](const Body& body) {
+        M m = model;
+        m.initialize(random_array(3, nI, 1));
+        body(
+            m, [&m](Floats2dCView X) { return m.predict(X); },
+            [&m](Floats2dCView X) {
+                auto [Y, bp] = m.begin_update(X);
+                return std::pair<Floats2d, BackpropFn>(std::move(Y),
+                                                       [bp = std::move(bp)](Floats2dCView dY) { return bp(dY); });
+            });
+    };
+}
+
+std::vector<LayerCase> layer_cases() {
+    return {
+        {"linear", "linear", 5, 3, true, erase(Linear<3>(), 5)},
+        {"relu", "relu", 5, 4, true, erase(Relu<4>(), 5)},
+        {"relu", "relu", 5, 4, true, erase(Relu<4>({.dropout = 0.5, .normalize = true}), 5)},
+        {"sigmoid", "sigmoid", 5, 3, true, erase(Sigmoid<3>(), 5)},
+        {"softmax", "softmax", 5, 3, true, erase(Softmax<3>(), 5)},
+        {"mish", "mish", 5, 4, true, erase(Mish<4>({.normalize = true}), 5)},
+        {"maxout", "maxout", 5, 4, true, erase(Maxout<4>(), 5)},
+        {"maxout", "maxout", 5, 4, true, erase(Maxout<4>({.dropout = 0.2, .normalize = true}), 5)},
+        {"layernorm", "layernorm", 5, 5, true, erase(LayerNorm<>(), 5)},
+        {"sigmoid_activation", "sigmoid_activation", 5, 5, false, erase(sigmoid_activation(), 5)},
+        {"dropout", "dropout", 5, 5, false, erase(Dropout(0.5), 5)},
+        {"dropout", "dropout", 5, 5, false, erase(Dropout(0.0), 5)},
+        {"relu", "linear", 5, 2, true, erase(Relu<4>() >> Maxout<3>() >> Linear<2>(), 5)},
+        {"relu", "relu", 5, 4, true, erase(clone(Relu<4>(), 3), 5)},
+    };
+}
+}  // namespace
+
+TEST_CASE("errors: wrong input width at predict and begin_update", "[errors]") {
+    const auto cases = layer_cases();
+    for (std::size_t i = 0; i < cases.size(); ++i) {  // (section names must be unique: the index)
+        const auto& c = cases[i];
+        if (!c.checks_width) continue;
+        DYNAMIC_SECTION(i << ": " << c.name << " nI=" << c.nI) {
+            c.with([&](Node&, auto predict, auto begin_update) {
+                const Floats2d bad = random_array(4, c.nI + 2, 2);
+                // (Catch's combined matchers hold pointers to their parts: build them in place.)
+                const std::string want = "expected width " + std::to_string(c.nI);
+                const std::string found = "found " + std::to_string(c.nI + 2);
+                CHECK_THROWS_AS(predict(bad), ShapeError);
+                CHECK_THROWS_WITH(predict(bad), Contains(c.name) && Contains(want) && Contains(found));
+                CHECK_THROWS_WITH(begin_update(bad), Contains(c.name) && Contains(want) && Contains(found));
+                CHECK(error_id([&] { predict(bad); }) == "tenon-E101");
+                const Floats2d narrow = random_array(4, c.nI - 1, 3);
+                CHECK_THROWS_WITH(predict(narrow), Contains("found " + std::to_string(c.nI - 1)));
+                // The right width still works after the errors.
+                CHECK(predict(random_array(4, c.nI, 4)).shape(1) == c.nO);
+            });
+        }
+    }
+    // A static nI is checked the same way.
+    auto relu = Relu<4, 3>();
+    relu.initialize();
+    CHECK_THROWS_WITH(relu.predict(random_array(2, 7, 1)),
+                      Contains("relu") && Contains("expected width 3") && Contains("found 7"));
+    auto [Y, bp] = relu.begin_update(random_array(2, 3, 1));
+    CHECK(Y.shape(1) == 4);
+}
+
+TEST_CASE("errors: predict before initialize", "[errors]") {
+    auto relu = Relu<4>();
+    const Floats2d X = random_array(2, 3, 1);
+    CHECK_THROWS_AS(relu.predict(X), Error);
+    CHECK_THROWS_WITH(relu.predict(X), Contains("relu") && Contains("not initialized") && Contains("initialize()"));
+    CHECK_THROWS_WITH(relu.begin_update(X), Contains("relu") && Contains("not initialized"));
+    CHECK(error_id([&] { relu.predict(X); }) == "tenon-E110");
+
+    auto model = Relu<4>() >> Softmax<2>();
+    CHECK_THROWS_WITH(model.predict(X), Contains("relu>>softmax") && Contains("not initialized"));
+    CHECK_THROWS_WITH(model(X, false), Contains("not initialized"));
+
+    auto ln = LayerNorm<>();
+    CHECK_THROWS_WITH(ln.predict(X), Contains("layernorm") && Contains("not initialized"));
+    auto mx = Maxout<3>();
+    CHECK_THROWS_WITH(mx.begin_update(X), Contains("maxout") && Contains("not initialized"));
+    auto cl = clone(Relu<3>(), 2);
+    CHECK_THROWS_WITH(cl.predict(X), Contains("clone") && Contains("not initialized"));
+}
+
+TEST_CASE("errors: X and Y of different batch sizes at initialize", "[errors]") {
+    const Floats2d X = random_array(5, 3, 1);
+    const Floats2d Y = random_array(4, 2, 2, 0, 1);
+    auto model = Relu<8>() >> Softmax<>();
+    CHECK_THROWS_AS(model.initialize(X, Y), ShapeError);
+    CHECK_THROWS_WITH(model.initialize(X, Y), Contains("relu>>softmax") && Contains("expected 5 rows") &&
+                                                  Contains("found 4"));
+    CHECK(error_id([&] { model.initialize(X, Y); }) == "tenon-E115");
+    CHECK_FALSE(model.layer<0>().has_param("W"));  // nothing was initialised
+
+    auto sm = Softmax<>();
+    CHECK_THROWS_WITH(sm.initialize(X, Y), Contains("softmax") && Contains("expected 5 rows") && Contains("found 4"));
+    auto ln = LayerNorm<>();
+    CHECK_THROWS_AS(ln.initialize(X, random_array(6, 3, 3)), ShapeError);
+
+    // Equal batch sizes are fine.
+    CHECK_NOTHROW(model.initialize(X, random_array(5, 2, 3, 0, 1)));
+    CHECK(model.get_dim("nO") == 2);
+}
+
+TEST_CASE("errors: Y of the wrong width for the model's output", "[errors]") {
+    const Floats2d X = random_array(5, 3, 1);
+    const Floats2d Y5 = random_array(5, 5, 2, 0, 1);
+    auto sm = Softmax<10>();
+    CHECK_THROWS_AS(sm.initialize(X, Y5), ShapeError);
+    CHECK_THROWS_WITH(sm.initialize(X, Y5), Contains("softmax") && Contains("expected width 10") && Contains("found 5"));
+
+    auto model = Relu<8>() >> Softmax<10>();
+    CHECK_THROWS_WITH(model.initialize(X, Y5),
+                      Contains("softmax") && Contains("expected width 10") && Contains("found 5"));
+
+    // A dyn width, once inferred, is held to as well.
+    auto sd = Softmax<>();
+    sd.initialize(X, random_array(5, 4, 3, 0, 1));
+    CHECK_THROWS_WITH(sd.initialize(X, Y5), Contains("softmax") && Contains("expected width 4") && Contains("found 5"));
+    CHECK(sd.get_dim("nO") == 4);
+
+    // nO given as an option, not in the type.
+    auto lin = Linear<>({.nO = 2});
+    CHECK_THROWS_WITH(lin.initialize(X, Y5), Contains("linear") && Contains("expected width 2") && Contains("found 5"));
+    auto mx = Maxout<3>();
+    CHECK_THROWS_WITH(mx.initialize(X, Y5), Contains("maxout") && Contains("expected width 3") && Contains("found 5"));
+}
+
+TEST_CASE("errors: backprop with a dY of the wrong shape", "[errors]") {
+    const auto cases = layer_cases();
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const auto& c = cases[i];
+        DYNAMIC_SECTION(i << ": " << c.out_name << " -> " << c.nO) {
+            c.with([&](Node&, auto, auto begin_update) {
+                auto update = begin_update(random_array(4, c.nI, 2));  // (clang 14 cannot capture bindings)
+                const Floats2d& Y = update.first;
+                const BackpropFn& bp = update.second;
+                REQUIRE(Y.shape() == std::array<std::size_t, 2>{4, c.nO});
+                const std::string expected = "(4, " + std::to_string(c.nO) + ")";
+                const Floats2d wide = random_array(4, c.nO + 1, 3);
+                CHECK_THROWS_AS(bp(wide), ShapeError);
+                CHECK_THROWS_WITH(bp(wide), Contains(c.out_name) && Contains(expected) &&
+                                                Contains("(4, " + std::to_string(c.nO + 1) + ")") &&
+                                                Contains("backprop"));
+                CHECK(error_id([&] { bp(wide); }) == "tenon-E111");
+                const Floats2d tall = random_array(5, c.nO, 4);
+                CHECK_THROWS_WITH(bp(tall), Contains(expected) && Contains("(5, " + std::to_string(c.nO) + ")"));
+                // The right shape still works.
+                CHECK(bp(random_array(4, c.nO, 5)).shape() == std::array<std::size_t, 2>{4, c.nI});
+            });
+        }
+    }
+    // The error names the layer the gradient was given to.
+    auto relu = Relu<4>({.dropout = 0.5, .normalize = true});
+    relu.initialize(random_array(3, 5, 1));
+    auto [Y, bp] = relu.begin_update(random_array(3, 5, 1));
+    CHECK_THROWS_WITH(bp(random_array(3, 7, 1)), Contains("relu"));
+    auto model = Relu<4>() >> Softmax<3>();
+    model.initialize(random_array(3, 5, 1));
+    auto [P, mbp] = model.begin_update(random_array(3, 5, 1));
+    CHECK_THROWS_WITH(mbp(random_array(3, 4, 1)), Contains("softmax") && Contains("(3, 3)") && Contains("(3, 4)"));
+}
+
+TEST_CASE("errors: an empty batch is not an error", "[errors]") {
+    const auto cases = layer_cases();
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const auto& c = cases[i];
+        DYNAMIC_SECTION(i << ": " << c.name << " with 0 rows") {
+            c.with([&](Node& model, auto predict, auto begin_update) {
+                const Floats2d X({0, c.nI});
+                const Floats2d P = predict(X);
+                CHECK(P.shape() == std::array<std::size_t, 2>{0, c.nO});
+                auto [Y, bp] = begin_update(X);
+                CHECK(Y.shape() == std::array<std::size_t, 2>{0, c.nO});
+                const Floats2d dX = bp(Floats2d({0, c.nO}));
+                CHECK(dX.shape() == std::array<std::size_t, 2>{0, c.nI});
+                for (Node* n : model.walk())  // nothing to add: the gradients stay zero
+                    for (const auto& p : n->param_names())
+                        if (n->has_param(p))
+                            for (float g : n->get_grad(p)) CHECK(g == 0.0f);
+            });
+        }
+    }
+    auto noop_layer = noop();
+    CHECK(noop_layer.predict(Floats2d({0, 3})).shape(1) == 3);
+}
+
+TEST_CASE("errors: Dropout rate outside [0, 1]", "[errors]") {
+    for (double bad : {-0.1, 1.5, -1e-9, std::nan("")}) {
+        CHECK_THROWS_AS(Dropout(bad), Error);
+        CHECK_THROWS_WITH(Dropout(bad), Contains("dropout") && Contains("[0, 1]"));
+        CHECK(error_id([&] { Dropout d(bad); }) == "tenon-E112");
+        CHECK_THROWS_AS(Relu<3>({.dropout = bad}), Error);
+    }
+    CHECK_THROWS_WITH(Dropout(1.5), Contains("found 1.5"));
+    CHECK_NOTHROW(Dropout(0.0));
+    CHECK_NOTHROW(Dropout(1.0));
+    // A rate set later is checked when it is used.
+    auto d = Dropout(0.5);
+    d.set_attr("dropout_rate", 2.0);
+    CHECK_THROWS_WITH(d.begin_update(random_array(2, 2, 1)), Contains("dropout") && Contains("found 2"));
+}
+
+TEST_CASE("errors: Softmax temperature <= 0", "[errors]") {
+    for (double bad : {0.0, -1.0, std::nan("")}) {
+        CHECK_THROWS_AS(Softmax<3>({.temperature = bad}), Error);
+        CHECK_THROWS_WITH(Softmax<3>({.temperature = bad}), Contains("softmax") && Contains("temperature") &&
+                                                                Contains("> 0"));
+        CHECK(error_id([&] { Softmax<3> s({.temperature = bad}); }) == "tenon-E113");
+    }
+    CHECK_NOTHROW(Softmax<3>({.temperature = 0.5}));
+    auto sm = Softmax<3>();
+    sm.initialize(random_array(2, 4, 1));
+    sm.set_attr("softmax_temperature", 0.0);
+    CHECK_THROWS_WITH(sm.predict(random_array(2, 4, 1)), Contains("softmax") && Contains("temperature"));
+}
+
+TEST_CASE("errors: other invalid arguments", "[errors]") {
+    CHECK(error_id([] { Maxout<3, dyn, dyn> m({.nP = 0}); }) == "tenon-E114");
+    CHECK(error_id([] {
+              OptimizerOptions o;
+              o.beta1 = 0.0;
+              Optimizer opt(o);
+              Floats1d w({2}), g({2});
+              opt.update(1, "W", w, g);
+          }) == "tenon-E120");
+    // The by-name API.
+    auto l = Linear<2, 3>();
+    CHECK(error_id([&] { l.get_dim("nX"); }) == "tenon-E104");
+    CHECK(error_id([&] { l.get_param("W"); }) == "tenon-E107");
+    CHECK(error_id([&] { l.get_param("Q"); }) == "tenon-E106");
+    CHECK(error_id([&] { l.get_attr("q"); }) == "tenon-E109");
+    CHECK(error_id([&] { Linear<> m; m.get_dim("nO"); }) == "tenon-E105");
+}
+
+TEST_CASE("errors: Fashion-MNIST from a missing directory", "[errors][data]") {
+    const std::string dir = "/nonexistent/tenon-test-dir";
+    CHECK_THROWS_AS(load_fashion_mnist(dir), Error);
+    CHECK_THROWS_WITH(load_fashion_mnist(dir), Contains("dataset-fashion-mnist") && Contains(dir));
+    CHECK(error_id([&] { load_fashion_mnist(dir); }) == "tenon-E140");
+}
+
+namespace {
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        path = std::filesystem::temp_directory_path() /
+               ("tenon-test-errors-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + "-" +
+                std::to_string(std::rand()));
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    std::string write(const std::string& name, const std::vector<unsigned char>& bytes) const {
+        const auto p = path / name;
+        std::ofstream f(p, std::ios::binary);
+        f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        return p.string();
+    }
+};
+}  // namespace
+
+TEST_CASE("errors: IDX files with a bad header", "[errors][data]") {
+    TempDir tmp;
+    // A valid file first, so that the failures below are about the header alone.
+    const std::string good = tmp.write("good-images", {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2,  //
+                                                       0, 255, 51, 102});
+    const Floats2d X = read_idx_images(good);
+    REQUIRE(X.shape() == std::array<std::size_t, 2>{2, 2});
+    CHECK(X(0, 1) == 1.0f);
+    CHECK(X(1, 0) == Approx(0.2f));
+    const std::string good_labels = tmp.write("good-labels", {0, 0, 8, 1, 0, 0, 0, 3, 4, 0, 9});
+    const Ints1d y = read_idx_labels(good_labels);
+    REQUIRE(y.size() == 3);
+    CHECK(y[2] == 9);
+
+    const std::string bad_magic = tmp.write("bad-magic", {1, 2, 8, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0});
+    CHECK_THROWS_AS(read_idx_images(bad_magic), Error);
+    CHECK_THROWS_WITH(read_idx_images(bad_magic), Contains(bad_magic) && Contains("not an IDX file"));
+    CHECK(error_id([&] { read_idx_images(bad_magic); }) == "tenon-E142");
+
+    const std::string wrong_type = tmp.write("floats", {0, 0, 0x0D, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0});
+    CHECK(error_id([&] { read_idx_images(wrong_type); }) == "tenon-E142");
+    // Labels are 1-d; images are 3-d.
+    CHECK_THROWS_WITH(read_idx_images(good_labels), Contains("3 dims"));
+    CHECK_THROWS_WITH(read_idx_labels(good), Contains("1 dims"));
+    const std::string truncated_header = tmp.write("short", {0, 0, 8});
+    CHECK(error_id([&] { read_idx_labels(truncated_header); }) == "tenon-E142");
+    const std::string truncated = tmp.write("truncated", {0, 0, 8, 1, 0, 0, 0, 5, 1, 2});
+    CHECK_THROWS_WITH(read_idx_labels(truncated), Contains("expected 5 bytes") && Contains("found 2"));
+    CHECK(error_id([&] { read_idx_images(tmp.path.string() + "/missing"); }) == "tenon-E140");
+}

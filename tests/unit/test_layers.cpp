@@ -1,1 +1,423 @@
+// What each layer computes in its forward pass, against values worked out by hand or with a
+// plain loop (the gradients are in test_gradcheck.cpp, Thinc's numbers in tests/oracle/).
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tenon/tenon.hpp"
+
+using namespace tenon;
+using Catch::Matchers::Contains;
+
+namespace {
+Floats2d random_array(std::size_t rows, std::size_t cols, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+    Rng rng(seed);
+    Floats2d a({rows, cols}, uninitialized);
+    for (float& v : a) v = static_cast<float>(rng.uniform(lo, hi));
+    return a;
+}
+
+template <class M>
+void randomize(M& model, std::uint64_t seed) {
+    for (Node* n : model.walk())
+        for (const auto& p : n->param_names())
+            if (n->has_param(p)) {
+                Rng rng(seed++);
+                for (float& v : n->get_param(p)) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+            }
+}
+
+// Z = X W^T + b with a plain double loop.
+Floats2d affine_ref(Node& layer, const Floats2d& X) {
+    const auto W = layer.get_param("W");
+    const auto b = layer.get_param("b");
+    const std::size_t nO = W.shape[0], nI = W.shape[1];
+    Floats2d Z({X.shape(0), nO});
+    for (std::size_t r = 0; r < X.shape(0); ++r)
+        for (std::size_t o = 0; o < nO; ++o) {
+            double s = b.data[o];
+            for (std::size_t i = 0; i < nI; ++i) s += double(W.data[o * nI + i]) * X(r, i);
+            Z(r, o) = static_cast<float>(s);
+        }
+    return Z;
+}
+
+double mish_ref(double z) { return z >= 20.0 ? z : z * std::tanh(std::log1p(std::exp(z))); }
+double sigmoid_ref(double z) { return 1.0 / (1.0 + std::exp(-std::clamp(z, -20.0, 20.0))); }
+}  // namespace
+
+TEST_CASE("layers: Linear", "[layers]") {
+    auto l = Linear<2, 3>();
+    l.initialize();
+    l.set_param("W", param_view(Floats2d({2, 3}, {1, 2, 3, -1, 0, 1})));
+    l.set_param("b", param_view(Floats1d({2}, {0.5f, -0.5f})));
+    const Floats2d Y = l.predict(Floats2d({2, 3}, {1, 1, 1, 2, 0, -1}));
+    CHECK(Y(0, 0) == Approx(6.5));
+    CHECK(Y(0, 1) == Approx(-0.5));
+    CHECK(Y(1, 0) == Approx(-0.5));
+    CHECK(Y(1, 1) == Approx(-3.5));
+
+    // A larger one against the reference loop (exercises the GEMM's blocking).
+    auto big = Linear<37>();
+    const Floats2d X = random_array(65, 29, 1);
+    big.initialize(X);
+    randomize(big, 2);
+    const Floats2d P = big.predict(X), R = affine_ref(big, X);
+    for (std::size_t i = 0; i < P.size(); ++i) REQUIRE(P[i] == Approx(R[i]).margin(1e-5));
+}
+
+TEST_CASE("layers: default initialisers", "[layers][init]") {
+    fix_random_seed(0);
+    auto l = Linear<30, 20>();
+    l.initialize();
+    const double limit = std::sqrt(6.0 / 50.0);
+    double lo = 1, hi = -1;
+    for (float w : l.get_param("W")) {
+        lo = std::min(lo, double(w));
+        hi = std::max(hi, double(w));
+    }
+    CHECK(lo >= -limit);
+    CHECK(hi <= limit);
+    CHECK(lo < -0.8 * limit);  // it fills the range
+    CHECK(hi > 0.8 * limit);
+    for (float b : l.get_param("b")) CHECK(b == 0.0f);
+    // Thinc's defaults: Softmax and Sigmoid start with zero weights.
+    auto sm = Softmax<4, 3>();
+    sm.initialize();
+    for (float w : sm.get_param("W")) CHECK(w == 0.0f);
+    auto sg = Sigmoid<4, 3>();
+    sg.initialize();
+    for (float w : sg.get_param("W")) CHECK(w == 0.0f);
+    // LayerNorm: G = 1, b = 0.
+    auto ln = LayerNorm<5>();
+    ln.initialize();
+    for (float g : ln.get_param("G")) CHECK(g == 1.0f);
+    for (float b : ln.get_param("b")) CHECK(b == 0.0f);
+    // An initialiser given as an option.
+    auto u = Linear<10, 10>({.init_W = uniform_init(2.0, 3.0), .init_b = uniform_init(-5.0, -4.0)});
+    u.initialize();
+    for (float w : u.get_param("W")) CHECK((w >= 2.0f && w < 3.0f));
+    for (float b : u.get_param("b")) CHECK((b >= -5.0f && b < -4.0f));
+    auto n = Linear<200, 50>({.init_W = normal_init(1.0)});
+    n.initialize();
+    double mean = 0, sq = 0;
+    for (float w : n.get_param("W")) {
+        mean += w;
+        sq += double(w) * w;
+    }
+    mean /= 10000.0;
+    CHECK(mean == Approx(1.0).margin(0.02));
+    CHECK(std::sqrt(sq / 10000.0 - mean * mean) == Approx(std::sqrt(1.0 / 50.0)).epsilon(0.05));
+}
+
+TEST_CASE("layers: Relu", "[layers]") {
+    auto r = Relu<2, 2>();
+    r.initialize();
+    r.set_param("W", param_view(Floats2d({2, 2}, {1, 0, 0, -1})));
+    const Floats2d Y = r.predict(Floats2d({2, 2}, {3, 4, -3, -4}));
+    CHECK(Y(0, 0) == 3.0f);
+    CHECK(Y(0, 1) == 0.0f);
+    CHECK(Y(1, 0) == 0.0f);
+    CHECK(Y(1, 1) == 4.0f);
+
+    auto big = Relu<16>();
+    const Floats2d X = random_array(9, 7, 3);
+    big.initialize(X);
+    randomize(big, 4);
+    const Floats2d P = big.predict(X), Z = affine_ref(big, X);
+    std::size_t zeros = 0;
+    for (std::size_t i = 0; i < P.size(); ++i) {
+        CHECK(P[i] == Approx(std::max(Z[i], 0.0f)).margin(1e-5));
+        zeros += P[i] == 0.0f;
+    }
+    CHECK(zeros > 0);
+    CHECK(zeros < P.size());
+}
+
+TEST_CASE("layers: Relu with normalize: LayerNorm after the activation", "[layers]") {
+    auto r = Relu<6>({.normalize = true});
+    const Floats2d X = random_array(5, 4, 5);
+    r.initialize(X);
+    randomize(r, 6);
+    auto ln_values = r.walk()[1]->get_param("G");
+    for (float& g : ln_values) g = 1.0f;
+    for (float& b : r.walk()[1]->get_param("b")) b = 0.0f;
+    const Floats2d P = r.predict(X), Z = affine_ref(r, X);
+    for (std::size_t row = 0; row < 5; ++row) {
+        double mean = 0, var = 0;
+        for (std::size_t c = 0; c < 6; ++c) mean += std::max(Z(row, c), 0.0f);
+        mean /= 6;
+        for (std::size_t c = 0; c < 6; ++c) var += std::pow(std::max(Z(row, c), 0.0f) - mean, 2);
+        var /= 6;
+        for (std::size_t c = 0; c < 6; ++c)
+            CHECK(P(row, c) == Approx((std::max(Z(row, c), 0.0f) - mean) / std::sqrt(var + 1e-8)).margin(1e-4));
+    }
+}
+
+TEST_CASE("layers: Sigmoid and sigmoid_activation", "[layers]") {
+    auto s = Sigmoid<5>();
+    const Floats2d X = random_array(4, 3, 7, -3, 3);
+    s.initialize(X);
+    randomize(s, 8);
+    const Floats2d P = s.predict(X), Z = affine_ref(s, X);
+    for (std::size_t i = 0; i < P.size(); ++i) CHECK(P[i] == Approx(sigmoid_ref(Z[i])).margin(1e-6));
+
+    auto a = sigmoid_activation();
+    const Floats2d V({1, 5}, {-30.0f, -1.0f, 0.0f, 2.0f, 30.0f});
+    const Floats2d A = a.predict(V);
+    CHECK(A(0, 2) == 0.5f);
+    CHECK(A(0, 1) == Approx(sigmoid_ref(-1.0)));
+    CHECK(A(0, 3) == Approx(sigmoid_ref(2.0)));
+    // Clipped to [-20, 20], as Thinc.
+    CHECK(A(0, 0) == Approx(sigmoid_ref(-20.0)).epsilon(1e-4));
+    CHECK(A(0, 0) > 0.0f);
+    CHECK(A(0, 4) == Approx(sigmoid_ref(20.0)));
+    // Any width.
+    CHECK(a.predict(random_array(2, 11, 1)).shape(1) == 11);
+}
+
+TEST_CASE("layers: Softmax", "[layers]") {
+    auto sm = Softmax<4>();
+    const Floats2d X = random_array(6, 3, 9);
+    sm.initialize(X);
+    // Zero weights: every class equally likely.
+    for (float p : sm.predict(X)) CHECK(p == Approx(0.25f));
+    randomize(sm, 10);
+    const Floats2d P = sm.predict(X), Z = affine_ref(sm, X);
+    for (std::size_t r = 0; r < 6; ++r) {
+        double total = 0, denom = 0;
+        for (std::size_t c = 0; c < 4; ++c) denom += std::exp(double(Z(r, c)));
+        for (std::size_t c = 0; c < 4; ++c) {
+            CHECK(P(r, c) == Approx(std::exp(double(Z(r, c))) / denom).margin(1e-6));
+            total += P(r, c);
+        }
+        CHECK(total == Approx(1.0));
+    }
+
+    // Large logits do not overflow (shifted by the row maximum).
+    Floats2d huge({1, 3}, {1000.0f, 999.0f, -1000.0f});
+    Floats2d hp = huge;
+    Softmax<3>::softmax_rows(hp.data(), 1, 3, 1.0f);
+    CHECK(hp(0, 0) == Approx(1.0 / (1.0 + std::exp(-1.0))));
+    CHECK(hp(0, 2) == 0.0f);
+
+    // Temperature: softmax(z / T).
+    auto hot = Softmax<4>({.temperature = 2.0});
+    hot.initialize(X);
+    randomize(hot, 10);
+    const Floats2d H = hot.predict(X);
+    for (std::size_t r = 0; r < 6; ++r) {
+        double denom = 0;
+        for (std::size_t c = 0; c < 4; ++c) denom += std::exp(double(Z(r, c)) / 2.0);
+        for (std::size_t c = 0; c < 4; ++c) CHECK(H(r, c) == Approx(std::exp(double(Z(r, c)) / 2.0) / denom).margin(1e-6));
+    }
+
+    // normalize_outputs = false: predict gives the logits, training still the probabilities.
+    auto raw = Softmax<4>({.normalize_outputs = false});
+    raw.initialize(X);
+    randomize(raw, 10);
+    const Floats2d L = raw.predict(X);
+    for (std::size_t i = 0; i < L.size(); ++i) CHECK(L[i] == Approx(Z[i]).margin(1e-5));
+    const Floats2d T = raw.begin_update(X).first;
+    for (std::size_t i = 0; i < T.size(); ++i) CHECK(T[i] == Approx(P[i]).margin(1e-6));
+    CHECK_FALSE(raw.normalize_outputs());
+    CHECK(hot.temperature() == 2.0);
+}
+
+TEST_CASE("layers: Mish", "[layers]") {
+    auto m = Mish<5>();
+    const Floats2d X = random_array(4, 3, 11, -3, 3);
+    m.initialize(X);
+    randomize(m, 12);
+    const Floats2d P = m.predict(X), Z = affine_ref(m, X);
+    for (std::size_t i = 0; i < P.size(); ++i) CHECK(P[i] == Approx(mish_ref(Z[i])).margin(1e-5));
+    CHECK(Mish<>::mish(0.0f) == 0.0f);
+    CHECK(Mish<>::mish(25.0f) == 25.0f);  // the identity above the threshold
+    CHECK(Mish<>::mish(-30.0f) == Approx(0.0).margin(1e-10));
+    CHECK(Mish<>::mish(1.0f) == Approx(0.8650983882673103));
+}
+
+TEST_CASE("layers: Maxout", "[layers]") {
+    // nO = 2, nP = 3, nI = 2: W (2, 3, 2), b (2, 3).
+    auto m = Maxout<2, 2, 3>();
+    m.initialize();
+    CHECK(m.get_dim("nP") == 3);
+    CHECK(m.get_param("W").rank == 3);
+    CHECK(m.get_param("W").shape[1] == 3);
+    m.set_param("W", param_view(Floats3d({2, 3, 2}, {1, 0, 0, 1, -1, -1,  //
+                                                     2, 0, 0, 0, 0, 2})));
+    m.set_param("b", param_view(Floats2d({2, 3}, {0, 0, 0, 0, 1, 0})));
+    const Floats2d Y = m.predict(Floats2d({2, 2}, {3, -1, -2, -2}));
+    // Row 0: pieces of output 0: 3, -1, -2 -> 3; of output 1: 6, 1, -2 -> 6.
+    CHECK(Y(0, 0) == 3.0f);
+    CHECK(Y(0, 1) == 6.0f);
+    // Row 1: output 0: -2, -2, 4 -> 4; output 1: -4, 1, -4 -> 1.
+    CHECK(Y(1, 0) == 4.0f);
+    CHECK(Y(1, 1) == 1.0f);
+
+    // Ties go to the first piece: its gradient gets the whole dY.
+    auto t = Maxout<1, 1, 2>();
+    t.initialize();
+    t.set_param("W", param_view(Floats3d({1, 2, 1}, {1, 1})));
+    auto [Yt, bp] = t.begin_update(Floats2d({1, 1}, {2.0f}));
+    CHECK(Yt(0, 0) == 2.0f);
+    bp(Floats2d({1, 1}, {1.0f}));
+    CHECK(t.get_grad("b").data[0] == 1.0f);
+    CHECK(t.get_grad("b").data[1] == 0.0f);
+
+    // Against the reference: the max over the pieces of X W^T + b.
+    auto big = Maxout<4, dyn, 3>();
+    const Floats2d X = random_array(5, 6, 13);
+    big.initialize(X);
+    randomize(big, 14);
+    const Floats2d P = big.predict(X);
+    const auto W = big.get_param("W");
+    const auto b = big.get_param("b");
+    for (std::size_t r = 0; r < 5; ++r)
+        for (std::size_t o = 0; o < 4; ++o) {
+            double best = -1e30;
+            for (std::size_t p = 0; p < 3; ++p) {
+                double s = b.data[o * 3 + p];
+                for (std::size_t i = 0; i < 6; ++i) s += double(W.data[(o * 3 + p) * 6 + i]) * X(r, i);
+                best = std::max(best, s);
+            }
+            CHECK(P(r, o) == Approx(best).margin(1e-5));
+        }
+}
+
+TEST_CASE("layers: LayerNorm", "[layers]") {
+    auto ln = LayerNorm<>();
+    const Floats2d X = random_array(4, 7, 15, -5, 5);
+    ln.initialize(X);
+    CHECK(ln.get_dim("nI") == 7);
+    CHECK(ln.get_dim("nO") == 7);
+    const Floats2d Y = ln.predict(X);
+    for (std::size_t r = 0; r < 4; ++r) {
+        double mean = 0, var = 0;
+        for (std::size_t c = 0; c < 7; ++c) mean += Y(r, c);
+        mean /= 7;
+        for (std::size_t c = 0; c < 7; ++c) var += (Y(r, c) - mean) * (Y(r, c) - mean);
+        CHECK(mean == Approx(0.0).margin(1e-5));
+        CHECK(var / 7 == Approx(1.0).epsilon(1e-4));
+    }
+    // Scale and shift.
+    Floats1d G({7}), b({7});
+    for (std::size_t i = 0; i < 7; ++i) {
+        G[i] = static_cast<float>(i) - 3.0f;
+        b[i] = 0.5f * static_cast<float>(i);
+    }
+    ln.set_param("G", param_view(G));
+    ln.set_param("b", param_view(b));
+    const Floats2d Ys = ln.predict(X);
+    for (std::size_t r = 0; r < 4; ++r)
+        for (std::size_t c = 0; c < 7; ++c) CHECK(Ys(r, c) == Approx(Y(r, c) * G[c] + b[c]).margin(1e-5));
+    // A constant row does not divide by zero.
+    const Floats2d C({1, 7}, {2, 2, 2, 2, 2, 2, 2});
+    for (float v : ln.predict(C)) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("layers: Dropout", "[layers]") {
+    const Floats2d X = random_array(50, 40, 16, 1.0, 2.0);
+    auto all = Dropout(1.0);
+    for (float v : all.begin_update(X).first) CHECK(v == 0.0f);
+    auto none = Dropout(0.0);
+    const Floats2d N = none.begin_update(X).first;
+    for (std::size_t i = 0; i < X.size(); ++i) CHECK(N[i] == X[i]);
+
+    fix_random_seed(5);
+    auto d = Dropout(0.25);
+    const Floats2d Y = d.begin_update(X).first;
+    std::size_t dropped = 0;
+    for (std::size_t i = 0; i < X.size(); ++i) {
+        if (Y[i] == 0.0f)
+            ++dropped;
+        else
+            CHECK(Y[i] == Approx(X[i] / 0.75f));
+    }
+    // 2000 values, rate 0.25: 500 expected, sd ~19.
+    CHECK(dropped > 400);
+    CHECK(dropped < 600);
+}
+
+TEST_CASE("layers: chain and clone compute the composition", "[layers]") {
+    fix_random_seed(6);
+    auto a = Relu<5>();
+    auto b = Mish<4>();
+    auto c = Softmax<3>();
+    const Floats2d X = random_array(6, 7, 17);
+    a.initialize(X);
+    randomize(a, 1);
+    b.initialize(a.predict(X));
+    randomize(b, 2);
+    c.initialize(b.predict(a.predict(X)));
+    randomize(c, 3);
+    auto model = a >> b >> c;  // copies with the same weights
+    const Floats2d P = model.predict(X), R = c.predict(b.predict(a.predict(X)));
+    for (std::size_t i = 0; i < P.size(); ++i) CHECK(P[i] == R[i]);
+
+    auto cl = clone(Linear<7>(), 2);
+    cl.initialize(X);
+    randomize(cl, 4);
+    const Floats2d Q = cl.predict(X), S = cl[1].predict(cl[0].predict(X));
+    for (std::size_t i = 0; i < Q.size(); ++i) CHECK(Q[i] == S[i]);
+    CHECK(model.describe().find("mish") != std::string::npos);
+}
+
+TEST_CASE("layers: predict may run on several threads at once", "[layers]") {
+    fix_random_seed(7);
+    auto model = Relu<32>({.normalize = true}) >> Maxout<16>() >> Softmax<4>();
+    const Floats2d X = random_array(64, 20, 18);
+    model.initialize(X);
+    randomize(model, 5);
+    const Floats2d expected = model.predict(X);
+    std::vector<std::thread> threads;
+    std::vector<int> ok(4, 0);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            bool same = true;
+            for (int k = 0; k < 20; ++k) {
+                const Floats2d P = model.predict(X);
+                same = same && std::equal(P.begin(), P.end(), expected.begin());
+            }
+            ok[static_cast<std::size_t>(t)] = same;
+        });
+    for (auto& th : threads) th.join();
+    for (int v : ok) CHECK(v == 1);
+}
+
+TEST_CASE("layers: the CPU matrix product", "[layers][gemm]") {
+    // C = alpha op(A) op(B) + beta C for every transpose combination, against a plain loop.
+    const std::size_t m = 13, n = 17, k = 11;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true})
+            for (float beta : {0.0f, 1.0f, 0.5f}) {
+                const Floats2d A = ta ? random_array(k, m, 1) : random_array(m, k, 1);
+                const Floats2d B = tb ? random_array(n, k, 2) : random_array(k, n, 2);
+                Floats2d C = random_array(m, n, 3);
+                const Floats2d C0 = C;
+                const float alpha = 0.75f;
+                cpu::sgemm(ta, tb, m, n, k, alpha, A.data(), ta ? m : k, B.data(), tb ? k : n, beta, C.data(), n);
+                for (std::size_t i = 0; i < m; ++i)
+                    for (std::size_t j = 0; j < n; ++j) {
+                        double s = 0;
+                        for (std::size_t p = 0; p < k; ++p)
+                            s += double(ta ? A(p, i) : A(i, p)) * double(tb ? B(j, p) : B(p, j));
+                        const double want = alpha * s + beta * C0(i, j);
+                        INFO("ta=" << ta << " tb=" << tb << " beta=" << beta);
+                        REQUIRE(C(i, j) == Approx(want).margin(1e-5));
+                    }
+            }
+    // k = 0: C = beta C; m = 0 or n = 0: nothing.
+    Floats2d C({2, 2}, {1, 2, 3, 4});
+    cpu::sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 1.0f, C.data(), 2);
+    CHECK(C(1, 1) == 4.0f);
+    cpu::sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 0.0f, C.data(), 2);
+    CHECK(C(1, 1) == 0.0f);
+    cpu::sgemm(false, false, 0, 2, 3, 1.0f, nullptr, 3, nullptr, 2, 0.0f, nullptr, 2);
+    const std::string target = cpu::gemm_target();
+    CHECK((target == "generic" || target == "x86-64-v3"));
+}

@@ -36,20 +36,35 @@ constexpr std::size_t first_type_mismatch() {
                                               typename std::tuple_element_t<I + 1, Tup>::In>...};
             for (std::size_t i = 0; i < sizeof...(I); ++i)
                 if (!ok[i]) return i;
-            return n;
+            return sizeof...(I) + 1;
         };
         return check(std::make_index_sequence<n - 1>{});
     }
 }
 
-// The first adjacent pair whose static widths differ, or N if none.
+// The first layer whose static input width differs from the static output width that
+// reaches it (through width-preserving layers), or N if none.
+template <class... Ls>
+constexpr std::size_t first_width_mismatch();
+// Layers whose output has the width of their input and that declare no dims (Dropout,
+// noop, sigmoid_activation) say so with `static constexpr bool width_preserving = true`.
+template <class L>
+inline constexpr bool width_preserving = [] {
+    if constexpr (requires { L::width_preserving; }) return bool(L::width_preserving); else return false;
+}();
+
 template <class... Ls>
 constexpr std::size_t first_width_mismatch() {
     constexpr std::size_t n = sizeof...(Ls);
     const std::size_t outs[] = {static_nO_of<Ls>()...};
     const std::size_t ins[] = {static_nI_of<Ls>()...};
-    for (std::size_t i = 0; i + 1 < n; ++i)
-        if (outs[i] != dyn && ins[i + 1] != dyn && outs[i] != ins[i + 1]) return i;
+    const bool keeps[] = {width_preserving<Ls>...};
+    std::size_t width = dyn;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (width != dyn && ins[i] != dyn && ins[i] != width) return i;
+        if (outs[i] != dyn) width = outs[i];
+        else if (!keeps[i]) width = dyn;
+    }
     return n;
 }
 
@@ -84,6 +99,7 @@ public:
     using Layers = std::tuple<Ls...>;
     static constexpr std::size_t static_nI = detail::static_nI_of<First>();
     static constexpr std::size_t static_nO = detail::static_nO_of<Last>();
+    static constexpr bool width_preserving = (detail::width_preserving<Ls> && ...);
 
     explicit Chain(std::tuple<Ls...> layers)
         : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(std::move(layers)) {
@@ -94,6 +110,12 @@ public:
                 return s;
             },
             layers_);
+        // A chain of initialised layers (e.g. trained ones) is ready to use: initialize()
+        // would draw new weights.
+        if (std::apply([](const auto&... l) { return (l.is_initialized() && ...); }, layers_)) {
+            sync_dims();
+            this->mark_initialized();
+        }
     }
 
     // The i-th child, typed.
@@ -137,46 +159,59 @@ public:
     };
 
 private:
-    // Thinc's inference: each layer is initialised on the output of the ones before it; Y
-    // goes to the last layer (and to the layers before it when everything after them keeps
-    // the width, e.g. a final Dropout), so no width is guessed.
+    // Thinc's inference without its guesses: each layer is initialised on the output of the
+    // ones before it (or, without a sample, on the last known width); Y reaches only the last
+    // layer that changes the width and the width-preserving ones after it (e.g. a final
+    // Dropout), never a hidden layer.
+    static constexpr std::size_t y_from = [] {
+        const bool keeps[] = {detail::width_preserving<Ls>...};
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < N; ++i)
+            if (!keeps[i]) k = i;
+        return k;
+    }();
+    static constexpr std::size_t nI_from = [] {
+        const bool keeps[] = {detail::width_preserving<Ls>...};
+        for (std::size_t i = 0; i < N; ++i)
+            if (!keeps[i]) return i;
+        return std::size_t{0};
+    }();
+
     void init_impl(const InView* X, const OutView* Y) {
-        std::size_t y_from = 0;
-        std::apply([&](auto&... l) {
-            std::size_t i = 0;
-            ((l.dim_names().empty() ? void() : void(y_from = i), ++i), ...);
-        }, layers_);
-        init_from<0>(X, Y, y_from);
-        const Node& first = std::get<0>(layers_);
-        const Node& last = std::get<N - 1>(layers_);
+        std::size_t width = dyn;
+        init_from<0>(X, Y, width);
+        sync_dims();
+        this->mark_initialized();
+    }
+    // The chain's nI is its first width-changing layer's nI; its nO the last one's nO.
+    void sync_dims() {
+        const Node& first = std::get<nI_from>(layers_);
+        const Node& last = std::get<y_from>(layers_);
         if (first.has_dim("nI")) this->set_dim("nI", first.get_dim("nI"), true);
         if (last.has_dim("nO")) this->set_dim("nO", last.get_dim("nO"), true);
-        this->mark_initialized();
     }
 
     template <std::size_t I, class XV>
-    void init_from(const XV* X, const OutView* Y, std::size_t y_from) {
+    void init_from(const XV* X, const OutView* Y, std::size_t& width) {
         auto& l = std::get<I>(layers_);
         using L = std::remove_reference_t<decltype(l)>;
         const OutView* y = nullptr;
         if constexpr (std::is_same_v<typename L::OutView, OutView>) y = I >= y_from ? Y : nullptr;
-        if constexpr (I > 0) {
-            // Without a sample, the previous layer's known output width is this one's input.
-            const Node& prev = std::get<I - 1>(layers_);
+        if (!X && width != dyn && !l.has_dim("nI")) {
             const auto names = l.dim_names();
-            const bool has_nI = std::find(names.begin(), names.end(), "nI") != names.end();
-            if (!X && has_nI && prev.has_dim("nO") && !l.has_dim("nI"))
-                l.set_dim("nI", prev.get_dim("nO"));
+            if (std::find(names.begin(), names.end(), "nI") != names.end()) l.set_dim("nI", width);
         }
         l.initialize_from(X, y);
+        if (l.has_dim("nO")) width = l.get_dim("nO");
+        else if (!detail::width_preserving<L>) width = dyn;
         if constexpr (I + 1 < N) {
             using Next = std::tuple_element_t<I + 1, Layers>;
             if (X) {
                 auto out = l.predict(*X);
                 const typename Next::InView v = out;
-                init_from<I + 1>(&v, Y, y_from);
+                init_from<I + 1>(&v, Y, width);
             } else {
-                init_from<I + 1>(static_cast<const typename Next::InView*>(nullptr), Y, y_from);
+                init_from<I + 1>(static_cast<const typename Next::InView*>(nullptr), Y, width);
             }
         }
     }

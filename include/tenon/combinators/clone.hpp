@@ -34,7 +34,8 @@ public:
         copies_.reserve(n);
         for (std::size_t i = 0; i < n; ++i) copies_.push_back(layer);
         this->name_ = n ? "clone(" + layer.name() + " x" + std::to_string(n) + ")" : "noop";
-        if (n == 0) this->mark_initialized();
+        // n == 0 is the identity; copies of an initialised layer are ready to use as they are.
+        if (n == 0 || layer.is_initialized()) this->mark_initialized();
     }
 
     std::size_t size() const noexcept { return copies_.size(); }

@@ -12,6 +12,7 @@ class Noop : public Layer<Noop<T>, T, T> {
     friend Base;
 
 public:
+    static constexpr bool width_preserving = true;  // chain passes widths through it
     Noop() : Base("noop", {}, {}) { this->mark_initialized(); }
 
     struct Backprop {

@@ -2,7 +2,7 @@
 // permutation drawn from the global generator, shared by all the arrays, so rows stay
 // aligned). Each batch is a fresh array of the selected rows; the source arrays must outlive
 // the loop.
-//   for (auto& X : minibatch(128, X_train)) ...
+//   for (auto X : minibatch(128, X_train)) ...   (batches are returned by value)
 //   for (auto [X, Y] : multibatch(128, X_train, Y_train, shuffle)) ...
 #pragma once
 #include <cstring>
@@ -106,9 +106,22 @@ Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X, Shu
     return {size, true, X};
 }
 
+namespace detail {
+template <class T>
+inline constexpr bool is_array_v = false;
+template <class T, std::size_t... E>
+inline constexpr bool is_array_v<Array<T, E...>> = true;
+}  // namespace detail
+
 template <class... Arrays>
+    requires(sizeof...(Arrays) >= 1 && (detail::is_array_v<Arrays> && ...))
 Batches<Arrays...> multibatch(std::size_t size, const Arrays&... arrays) {
     return {size, false, arrays...};
+}
+template <class A>
+    requires detail::is_array_v<A>
+Batches<A> multibatch(std::size_t size, const A& a, Shuffle) {
+    return {size, true, a};
 }
 template <class A, class B>
 Batches<A, B> multibatch(std::size_t size, const A& a, const B& b, Shuffle) {

@@ -2,6 +2,8 @@
 // 1 / (1 - rate); the identity in predict and when the rate is 0. The rate is the attribute
 // "dropout_rate" (and "is_enabled" switches it off), as in thinc/layers/dropout.py.
 #pragma once
+#include <array>
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -15,23 +17,33 @@ class Dropout : public Layer<Dropout, Floats2d, Floats2d> {
     friend Base;
 
 public:
+    static constexpr bool width_preserving = true;  // chain passes widths through it
     explicit Dropout(double rate = 0.0) : Base("dropout", {}, {}) {
-        if (!(rate >= 0.0 && rate <= 1.0))
-            throw Error("dropout: the rate must be in [0, 1], found " + std::to_string(rate), "tenon-E112");
+        check_rate(rate);
         set_attr("dropout_rate", rate);
         set_attr("is_enabled", true);
         mark_initialized();  // nothing to initialise
     }
 
-    double rate() const { return std::get<double>(get_attr("dropout_rate")); }
+    // Checked on use too: the attribute may have been set after construction.
+    double rate() const {
+        const double r = attr_as<double>("dropout_rate");
+        check_rate(r);
+        return r;
+    }
 
     struct Backprop {
         Floats2d mask;  // empty when dropout was off for the call
+        // The output's shape, checked against dY (dyn: a default Backprop, no forward ran).
+        std::array<std::size_t, 2> shape{dyn, dyn};
         Floats2d operator()(Floats2dCView dY) const {
+            if (shape[0] != dyn && dY.shape() != shape)
+                throw ShapeError("dropout: backprop: expected a gradient of shape (" + std::to_string(shape[0]) +
+                                     ", " + std::to_string(shape[1]) + ") like the output, but found (" +
+                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                                 "tenon-E111");
             Floats2d dX(dY);
             if (mask.size() == 0) return dX;
-            if (dY.shape() != mask.shape())
-                throw ShapeError("dropout: backprop: the gradient's shape differs from the output's", "tenon-E111");
             for (std::size_t i = 0, n = dX.size(); i < n; ++i) dX[i] *= mask[i];
             return dX;
         }
@@ -40,8 +52,9 @@ public:
     // Applies dropout in place to Y (rows, n), keeping the mask in bp; used by layers that
     // end in a dropout (Relu, Mish, Maxout) to avoid a copy.
     void apply_inplace(Floats2d& Y, bool is_train, Backprop& bp) const {
+        bp.shape = Y.shape();
         const double r = rate();
-        const bool on = is_train && r > 0.0 && std::get<bool>(get_attr("is_enabled"));
+        const bool on = is_train && r > 0.0 && attr_as<bool>("is_enabled");
         if (!on) return;
         bp.mask = Floats2d(Y.shape(), uninitialized);
         if (r >= 1.0) {
@@ -56,6 +69,10 @@ public:
     }
 
 private:
+    static void check_rate(double rate) {
+        if (!(rate >= 0.0 && rate <= 1.0))
+            throw Error("dropout: the rate must be in [0, 1], found " + std::to_string(rate), "tenon-E112");
+    }
     void init_impl(const Floats2dCView*, const Floats2dCView*) {}
     Floats2d predict_impl(Floats2dCView X) const { return Floats2d(X); }
     std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool is_train) {

@@ -15,14 +15,14 @@ namespace tenon {
 struct MaxoutOptions {
     std::size_t nO = dyn;
     std::size_t nI = dyn;
-    std::size_t nP = dyn;  // dyn: the template's NP
+    std::size_t nP = dyn;  // pieces per output; dyn: the type's NP, or Thinc's default 3
     Init init_W = {};      // empty: glorot_uniform_init
     Init init_b = {};      // empty: zero_init
     std::optional<double> dropout = {};
     bool normalize = false;
 };
 
-template <std::size_t NO = dyn, std::size_t NI = dyn, std::size_t NP = 3>
+template <std::size_t NO = dyn, std::size_t NI = dyn, std::size_t NP = dyn>
 class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
     using Base = Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d>;
     friend Base;
@@ -37,7 +37,8 @@ public:
           tail_(o.normalize, o.dropout) {
         if (o.nO != dyn) this->set_dim("nO", o.nO);
         if (o.nI != dyn) this->set_dim("nI", o.nI);
-        if (o.nP != dyn) this->set_dim("nP", o.nP);
+        if (o.nP != dyn) this->set_dim("nP", o.nP);  // a conflict with a static NP throws
+        else if (NP == dyn) this->set_dim("nP", 3);
         if (this->has_dim("nP") && this->get_dim("nP") == 0)
             throw Error("maxout: nP must be >= 1", "tenon-E114");
     }
@@ -49,8 +50,8 @@ public:
         typename detail::NormDropout<NO>::Backprop tail;
         Floats2d operator()(Floats2dCView dY) const {
             const std::size_t rows = X.shape(0), nO = layer->dim(0), nP = layer->dim(2);
+            detail::check_same_shape(*layer, dY, rows, nO);  // before the tail, so the error names this layer
             Floats2d d = layer->tail_.backward(dY, tail);
-            detail::check_same_shape(*layer, d, rows, nO);
             Floats2d dZ({rows, nO * nP});  // zero except at the winners
             for (std::size_t r = 0; r < rows; ++r)
                 for (std::size_t o = 0; o < nO; ++o)

@@ -12,13 +12,17 @@ class SigmoidActivation : public Layer<SigmoidActivation, Floats2d, Floats2d> {
     friend Base;
 
 public:
+    static constexpr bool width_preserving = true;  // chain passes widths through it
     SigmoidActivation() : Base("sigmoid_activation", {}, {}) { mark_initialized(); }
 
     struct Backprop {
         Floats2d Y;
         Floats2d operator()(Floats2dCView dY) const {
             if (dY.shape() != Y.shape())
-                throw ShapeError("sigmoid_activation: backprop: the gradient's shape differs from the output's",
+                throw ShapeError("sigmoid_activation: backprop: expected a gradient of shape (" +
+                                     std::to_string(Y.shape(0)) + ", " + std::to_string(Y.shape(1)) +
+                                     ") like the output, but found (" + std::to_string(dY.shape(0)) + ", " +
+                                     std::to_string(dY.shape(1)) + ")",
                                  "tenon-E111");
             Floats2d dX(dY);
             detail::sigmoid_backward(dX.data(), Y.data(), dX.size());

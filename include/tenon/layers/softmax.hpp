@@ -38,11 +38,11 @@ public:
     }
 
     double temperature() const {
-        const double t = std::get<double>(this->get_attr("softmax_temperature"));
+        const double t = this->template attr_as<double>("softmax_temperature");
         check_temperature(t);
         return t;
     }
-    bool normalize_outputs() const { return std::get<bool>(this->get_attr("softmax_normalize")); }
+    bool normalize_outputs() const { return this->template attr_as<bool>("softmax_normalize"); }
 
     void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {
         Base::bias_map(Y, b, rows, n, Z, [](float v) { return v; });
@@ -76,6 +76,17 @@ private:
     static void check_temperature(double t) {
         if (!(t > 0.0))
             throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
+    }
+
+    // Outside training with normalize_outputs off, the output is the logits and there is no
+    // backward pass (Thinc's semantics).
+    std::pair<Floats2d, typename Base::Backprop> forward_impl(Floats2dCView X, bool is_train) {
+        if (is_train || normalize_outputs()) return Base::forward_impl(X, is_train);
+        typename Base::Backprop bp;
+        bp.layer = this;
+        bp.refused = "softmax: backprop is not supported for an unnormalized Softmax (normalize_outputs = false "
+                     "and is_train = false)";
+        return {predict_impl(X), std::move(bp)};
     }
 
     // Prediction skips the normalisation when normalize_outputs is off (Thinc's semantics).

@@ -49,11 +49,13 @@ public:
         return self();
     }
     Derived& initialize(InView X, OutView Y) {
+        check_sample_rows(&X, &Y);
         self().init_impl(&X, &Y);
         return self();
     }
     // The pointer form, for combinators that may or may not have a sample.
     Derived& initialize_from(const InView* X, const OutView* Y) {
+        check_sample_rows(X, Y);
         self().init_impl(X, Y);
         return self();
     }
@@ -83,6 +85,19 @@ protected:
     using Layer::Node::Node;
     Derived& self() noexcept { return static_cast<Derived&>(*this); }
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+
+private:
+    // Sample X and Y are rows of the same examples: a different count means a mix-up that
+    // would otherwise go unnoticed (the layers only read the widths).
+    void check_sample_rows(const InView* X, const OutView* Y) const {
+        if constexpr (requires { X->shape(0); Y->shape(0); }) {
+            if (X && Y && X->shape(0) != Y->shape(0))
+                throw ShapeError(this->name() + ": initialize(X, Y): X and Y must have the same number of rows "
+                                 "(one per example): expected " + std::to_string(X->shape(0)) +
+                                     " rows in Y (as in X) but found " + std::to_string(Y->shape(0)),
+                                 "tenon-E115");
+        }
+    }
 };
 
 // What every tenon model type is: a Node with a typed forward and backward.

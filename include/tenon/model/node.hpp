@@ -104,6 +104,18 @@ public:
     bool has_attr(std::string_view name) const noexcept;
     const Attr& get_attr(std::string_view name) const;
     void set_attr(std::string_view name, Attr value);
+    // The attribute as a T (a double attribute also accepts an integer); a clear error
+    // (tenon-E116) when it holds another type.
+    template <class T>
+    T attr_as(std::string_view name) const {
+        const Attr& a = get_attr(name);
+        if (const T* p = std::get_if<T>(&a)) return *p;
+        if constexpr (std::is_same_v<T, double>)
+            if (const auto* i = std::get_if<std::int64_t>(&a)) return static_cast<double>(*i);
+        throw_attr_type(name, std::is_same_v<T, bool> ? "bool" : std::is_same_v<T, double> ? "a number"
+                                                       : std::is_same_v<T, std::int64_t> ? "an integer"
+                                                                                         : "a string");
+    }
 
     // Breadth-first over this node and its descendants (this node first), as Thinc.
     std::vector<Node*> walk();
@@ -114,6 +126,8 @@ public:
 
     // One line per node: name, dims, whether initialised.
     std::string describe() const;
+    // Whether initialize() has run (or the model was built from initialised parts).
+    bool is_initialized() const noexcept { return initialized_; }
 
     // Gives every allocated parameter and its gradient to the optimizer, keyed by
     // (id, name) as in Thinc, then zeroes the gradient. Layer::finish_update calls it for
@@ -155,6 +169,7 @@ protected:
     std::string name_;
 
 private:
+    [[noreturn]] void throw_attr_type(std::string_view name, const char* expected) const;
     const Dim* find_dim(std::string_view name) const noexcept;
     Dim* find_dim(std::string_view name) noexcept;
     const Param* find_param(std::string_view name) const noexcept;

@@ -29,8 +29,9 @@ class Optimizer {
 public:
     explicit Optimizer(OptimizerOptions o = {}) : opts_(o) {}
 
-    // One step for one parameter: clips the gradient (in place), updates the weights, and
-    // the moving average. Called by finish_update for every parameter of a model.
+    // One step for one parameter: clips the gradient, updates the weights and the moving
+    // average, and zeroes the gradient (as Thinc's optimizer). Called by finish_update for
+    // every parameter of a model.
     void update(std::uint64_t node_id, const std::string& name, Floats1dView weights, Floats1dView gradient);
 
     double learn_rate() const noexcept { return opts_.learn_rate; }

@@ -147,7 +147,7 @@ public:
     using view_type = ArrayView<T, Ext...>;
     using const_view_type = ArrayView<const T, Ext...>;
 
-    Array() : shape_(detail::default_shape<Ext...>()) { allocate(false); }
+    Array() : shape_(detail::default_shape<Ext...>()) { allocate(true); }  // a static shape is zero-filled too
     explicit Array(const shape_type& shape) : shape_(shape) {
         detail::check_extents<Ext...>(shape_);
         allocate(true);
@@ -189,11 +189,16 @@ public:
         return *this;
     }
     Array& operator=(Array&& o) noexcept {
+        if (this == &o) return *this;
         data_ = std::move(o.data_);
         shape_ = o.shape_;
         capacity_ = o.capacity_;
         o.shape_ = detail::default_shape<Ext...>();
         o.capacity_ = 0;
+        if constexpr (((Ext == dyn) || ...)) {
+        } else {
+            o.allocate(false);  // as the move constructor: a fixed-shape array never has a null buffer
+        }
         return *this;
     }
 
@@ -242,14 +247,22 @@ public:
     const_view_type view() const noexcept { return const_view_type(data(), shape_); }
     operator view_type() noexcept { return view(); }              // NOLINT
     operator const_view_type() const noexcept { return view(); }  // NOLINT
-    // Also convert to views with fewer static extents (checked when they differ).
+    // Also convert to views with fewer static extents (checked when they differ). A const
+    // array gives read-only views only.
     template <class U, std::size_t... E2>
         requires(sizeof...(E2) == rank && (std::is_same_v<U, T> || std::is_same_v<U, const T>) &&
                  !std::is_same_v<ArrayView<U, E2...>, view_type> &&
                  !std::is_same_v<ArrayView<U, E2...>, const_view_type> &&
                  (detail::extent_compatible<Ext, E2> && ...))
+    operator ArrayView<U, E2...>() {  // NOLINT
+        return ArrayView<U, E2...>(data(), shape_);
+    }
+    template <class U, std::size_t... E2>
+        requires(sizeof...(E2) == rank && std::is_same_v<U, const T> &&
+                 !std::is_same_v<ArrayView<U, E2...>, const_view_type> &&
+                 (detail::extent_compatible<Ext, E2> && ...))
     operator ArrayView<U, E2...>() const {  // NOLINT
-        return ArrayView<U, E2...>(const_cast<T*>(data()), shape_);
+        return ArrayView<U, E2...>(data(), shape_);
     }
     auto row(std::size_t i) noexcept
         requires(rank >= 2)

@@ -52,10 +52,12 @@ public:
         Floats2d Y;  // the activation's output
         Floats2d Z;  // the pre-activation, for layers that need it
         typename NormDropout<NO>::Backprop tail;
+        const char* refused = nullptr;  // set when the forward pass has no backward (see Softmax)
         Floats2d operator()(Floats2dCView dY) const {
+            if (refused) throw Error(refused, "tenon-E117");
             const std::size_t rows = X.shape(0), nO = layer->dim(0);
+            detail::check_same_shape(*layer, dY, rows, nO);  // before the tail, so the error names this layer
             Floats2d d = layer->tail_.backward(dY, tail);
-            detail::check_same_shape(*layer, d, rows, nO);
             layer->activate_backward(d.data(), Y.data(), Z.data(), rows, nO);
             Floats2d dX({rows, X.shape(1)}, uninitialized);
             affine_backward(d.data(), X, layer->param(0).value.data(), nO, layer->param(0).grad.data(),
