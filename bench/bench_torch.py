@@ -15,91 +15,26 @@ Options: --fraction F  --latency-n N  --latency-warmup N  --figures a,b,c
          --threads N (0 = library default)  --seed S
 """
 # --- Thread limits must be in the environment before numpy/torch (and their BLAS) load. ---
+# torch.set_num_threads() in main() covers ATen/OpenMP; the environment also pins the BLAS
+# that torch's Linear layers call (OpenBLAS keeps its own thread pool).
 import os
 import sys
 
-THREAD_ENV_VARS = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
-
-
-def _threads_from_argv(argv):
-    for i, a in enumerate(argv):
-        try:
-            if a == "--threads" and i + 1 < len(argv):
-                return int(argv[i + 1])
-            if a.startswith("--threads="):
-                return int(a.split("=", 1)[1])
-        except ValueError:
-            return 0
-    return 0
-
-
-_N_THREADS = _threads_from_argv(sys.argv[1:])
-if _N_THREADS > 0:
-    # torch.set_num_threads() below covers ATen/OpenMP; these also pin the BLAS that
-    # torch's Linear layers call (OpenBLAS keeps its own thread pool).
-    for _var in THREAD_ENV_VARS:
-        os.environ[_var] = str(_N_THREADS)
-
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import anchor_common as common  # noqa: E402  (standard library only)
+
+common.setup_threads(sys.argv[1:])
+
 import fashion_mnist  # noqa: E402
 
-ALL_FIGURES = [
-    "train_epoch_b128",
-    "train_epoch_b32",
-    "predict10k_b128",
-    "predict10k_b1024",
-    "latency_b1_p50",
-    "latency_b1_p99",
-    "accuracy_1epoch",
-]
-N_HIDDEN = 512
-DROPOUT = 0.2
-LEARN_RATE = 0.001
+from anchor_common import DROPOUT, LEARN_RATE, N_HIDDEN  # noqa: E402
+
+log = common.make_log("bench_torch")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--fraction", type=float, default=1.0,
-                   help="run only this fraction of each training epoch's batches and extrapolate (default 1.0)")
-    p.add_argument("--latency-n", type=int, default=2000, help="timed batch-1 predict calls (default 2000)")
-    p.add_argument("--latency-warmup", type=int, default=200, help="warm-up batch-1 calls (default 200)")
-    p.add_argument("--figures", default="", help="comma-separated subset of: " + ",".join(ALL_FIGURES))
-    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads(N); 0 = library default")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    if not (0.0 < args.fraction <= 1.0):
-        p.error("--fraction must be in (0, 1]")
-    if args.latency_n < 1:
-        p.error("--latency-n must be >= 1")
-    figs = [f.strip() for f in args.figures.split(",") if f.strip()] or list(ALL_FIGURES)
-    unknown = [f for f in figs if f not in ALL_FIGURES]
-    if unknown:
-        p.error("unknown figure(s): " + ",".join(unknown))
-    args.figures = figs
-    return args
-
-
-def log(msg):
-    print(f"[bench_torch] {msg}", file=sys.stderr, flush=True)
-
-
-def emit(figure, system, value, unit, **extra):
-    rec = {"figure": figure, "system": system, "value": value, "unit": unit}
-    rec.update(extra)
-    print(json.dumps(rec), flush=True)
+    return common.parse_args(argv, description=__doc__,
+                             threads_help="torch.set_num_threads(N); 0 = library default")
 
 
 def main(argv=None):
@@ -114,7 +49,7 @@ def main(argv=None):
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     n_threads = torch.get_num_threads()
-    system = "pytorch" if args.threads == 1 else ("pytorch-mt" if args.threads <= 0 else f"pytorch-t{args.threads}")
+    system = common.system_name("pytorch", args.threads)
     torch.manual_seed(args.seed)
 
     def make_model():
@@ -148,8 +83,7 @@ def main(argv=None):
             opt.step()
 
     def time_train_epoch(batch_size):
-        n_total = math.ceil(X_train.shape[0] / batch_size)
-        n_run = n_total if args.fraction >= 1.0 else max(1, min(n_total, round(n_total * args.fraction)))
+        n_run, n_total = common.epoch_batches(X_train.shape[0], batch_size, args.fraction)
         warm = make_model()  # throw-away warm-up model (allocator, oneDNN/BLAS kernels)
         train_batches(warm, torch.optim.Adam(warm.parameters(), lr=LEARN_RATE), batch_size, 3,
                       torch.Generator().manual_seed(args.seed + 1))
@@ -158,85 +92,35 @@ def main(argv=None):
         model = make_model()
         opt = torch.optim.Adam(model.parameters(), lr=LEARN_RATE)
         gen = torch.Generator().manual_seed(args.seed)
-        gc.collect()
-        t0 = time.perf_counter()
-        train_batches(model, opt, batch_size, n_run, gen)
-        elapsed = time.perf_counter() - t0
+        elapsed = common.timed(lambda: train_batches(model, opt, batch_size, n_run, gen))
         return elapsed * n_total / n_run, model, n_run, n_total
 
-    def predict(model, x):
-        return torch.softmax(model(x), dim=1)
-
-    def predict_all(model, X, batch_size):
+    def predictor(model):
+        """model.eval()'s batch -> class probabilities (softmax included); use under inference_mode."""
         model.eval()
+
+        def predict(x):
+            return torch.softmax(model(x), dim=1)
+        return predict
+
+    def accuracy(model):
+        predict = predictor(model)
         with torch.inference_mode():
-            return torch.cat([predict(model, X[i:i + batch_size]) for i in range(0, X.shape[0], batch_size)])
+            probs = torch.cat([predict(X_test[i:i + 1024]) for i in range(0, X_test.shape[0], 1024)])
+        return float((probs.argmax(dim=1) == y_test).float().mean())
 
-    def time_predict(model, X, batch_size):
-        model.eval()
+    def time_predict(model, batch_size):
+        predict = predictor(model)
         with torch.inference_mode():
-            for i in range(0, 4 * batch_size, batch_size):  # warm-up
-                predict(model, X[i:i + batch_size])
-            gc.collect()
-            t0 = time.perf_counter()
-            for i in range(0, X.shape[0], batch_size):
-                predict(model, X[i:i + batch_size])
-            return time.perf_counter() - t0
+            return common.time_batches(predict, X_test, batch_size)
 
-    def percentile(sorted_vals, q):
-        k = max(0, min(len(sorted_vals) - 1, math.ceil(q / 100.0 * len(sorted_vals)) - 1))
-        return sorted_vals[k]
-
-    def time_latency(model, X, n, warmup):
-        m = X.shape[0]
-        model.eval()
-        times = []
-        clock = time.perf_counter_ns
+    def time_latency(model):
+        predict = predictor(model)
         with torch.inference_mode():
-            for i in range(warmup):
-                predict(model, X[i % m:i % m + 1])
-            gc.collect()
-            for i in range(n):
-                j = i % m
-                x = X[j:j + 1]
-                t0 = clock()
-                predict(model, x)
-                times.append(clock() - t0)
-        times.sort()
-        return percentile(times, 50) / 1000.0, percentile(times, 99) / 1000.0
+            return common.time_latency(predict, X_test, args.latency_n, args.latency_warmup)
 
-    figs = args.figures
-    trained = None
-    for bs in (128, 32):
-        fig = f"train_epoch_b{bs}"
-        want_acc = bs == 128 and "accuracy_1epoch" in figs and args.fraction >= 1.0
-        if fig not in figs and not want_acc:
-            continue
-        log(f"{system}: {fig} (fraction {args.fraction})")
-        secs, model, n_run, n_total = time_train_epoch(bs)
-        if fig in figs:
-            emit(fig, system, secs, "s", threads=n_threads, batches=n_run, batches_per_epoch=n_total)
-        if bs == 128:
-            trained = model
-            if want_acc:
-                pred = predict_all(model, X_test, 1024).argmax(dim=1)
-                emit("accuracy_1epoch", system, float((pred == y_test).float().mean()), "fraction",
-                     threads=n_threads)
-    if "accuracy_1epoch" in figs and args.fraction < 1.0:
-        log("accuracy_1epoch skipped (only measured when --fraction 1)")
-    model = trained if trained is not None else make_model()
-    for bs in (128, 1024):
-        fig = f"predict10k_b{bs}"
-        if fig in figs:
-            log(f"{system}: {fig}")
-            emit(fig, system, time_predict(model, X_test, bs), "s", threads=n_threads)
-    if "latency_b1_p50" in figs or "latency_b1_p99" in figs:
-        log(f"{system}: latency_b1 (n={args.latency_n}, warm-up {args.latency_warmup})")
-        p50, p99 = time_latency(model, X_test, args.latency_n, args.latency_warmup)
-        if "latency_b1_p50" in figs:
-            emit("latency_b1_p50", system, p50, "us", threads=n_threads, n=args.latency_n)
-        if "latency_b1_p99" in figs:
-            emit("latency_b1_p99", system, p99, "us", threads=n_threads, n=args.latency_n)
+    common.run_figures(args, system, n_threads, log, train_epoch=time_train_epoch, new_model=make_model,
+                       accuracy=accuracy, predict_seconds=time_predict, latency=time_latency)
     return 0
 
 

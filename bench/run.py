@@ -37,15 +37,9 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIGURES = [
-    "train_epoch_b128",
-    "train_epoch_b32",
-    "predict10k_b128",
-    "predict10k_b1024",
-    "latency_b1_p50",
-    "latency_b1_p99",
-    "accuracy_1epoch",
-]
+sys.path.insert(0, HERE)
+from anchor_common import ALL_FIGURES as FIGURES, make_log  # noqa: E402  (standard library only)
+
 HIGHER_IS_BETTER = {"accuracy_1epoch"}
 DEFAULT_SYSTEMS = ["tenon", "thinc", "pytorch", "pytorch-mt", "thinc-mt"]
 KNOWN_SYSTEMS = ["tenon", "tenon-mt", "thinc", "thinc-mt", "pytorch", "pytorch-mt"]
@@ -53,8 +47,7 @@ ANCHOR_ENV_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
 
 
-def log(msg):
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+log = make_log("bench")
 
 
 def parse_args(argv=None):
