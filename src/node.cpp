@@ -97,6 +97,16 @@ void Node::resolve_dim(std::size_t i, std::size_t value) {
         detail::throw_width(name_, "dimension '" + d.name + "'", d.value, value);
 }
 
+void Node::fix_dim(std::size_t i, std::size_t value) {
+    auto& d = dims_[i];
+    if (d.value != dyn && d.value != value)
+        detail::throw_width(name_, "dimension '" + d.name + "' (static " + std::to_string(value) +
+                                       " from the layer before it in the chain)",
+                            value, d.value);
+    d.value = value;
+    d.fixed = value;
+}
+
 std::size_t Node::require_dim(std::size_t i) const { return get_dim(dims_[i].name); }
 
 std::vector<std::string> Node::dim_names() const {

@@ -5,52 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/kernels.hpp"
 #include "tenon/model/node.hpp"
 
 namespace tenon {
-
-namespace {
-// The passes over a parameter, compiled for generic x86-64 and for x86-64-v3 (AVX2+FMA),
-// picked by the loader (target_clones): the optimizer touches every weight every step.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TENON_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
-#else
-#define TENON_CLONES
-#endif
-
-TENON_CLONES double sum_squares(const float* g, std::size_t n) {
-    double s = 0.0;
-    for (std::size_t i = 0; i < n; ++i) s += double(g[i]) * double(g[i]);
-    return s;
-}
-
-// One pass: the (already scaled) gradient updates the moments and the weights, then the
-// moving average; the gradient is zeroed on the way (finish_update would zero it next).
-TENON_CLONES void adam_pass(float* W, float* G, float* m1, float* m2, float* A, std::size_t n, float gscale,
-                            float b1, float b2, float lr_t, float eps, float decay_keep, float wd) {
-    for (std::size_t i = 0; i < n; ++i) {
-        const float g = G[i] * gscale;
-        m1[i] = b1 * m1[i] + (1.0f - b1) * g;
-        m2[i] = b2 * m2[i] + (1.0f - b2) * g * g;
-        float w = W[i] - lr_t * m1[i] / (std::sqrt(m2[i]) + eps);
-        w *= wd;
-        W[i] = w;
-        G[i] = 0.0f;
-        if (A) A[i] -= (1.0f - decay_keep) * (A[i] - w);
-    }
-}
-
-TENON_CLONES void sgd_pass(float* W, float* G, float* A, std::size_t n, float gscale, float lr, float decay_keep,
-                           float wd) {
-    for (std::size_t i = 0; i < n; ++i) {
-        float w = W[i] - lr * (G[i] * gscale);
-        w *= wd;
-        W[i] = w;
-        G[i] = 0.0f;
-        if (A) A[i] -= (1.0f - decay_keep) * (A[i] - w);
-    }
-}
-}  // namespace
 
 void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g) {
     const std::size_t n = w.size();
@@ -65,7 +23,7 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
         for (std::size_t i = 0; i < n; ++i) G[i] += static_cast<float>(opts_.L2) * W[i];
     float gscale = 1.0f;
     if (opts_.grad_clip > 0.0) {
-        const double norm = std::sqrt(sum_squares(G, n));
+        const double norm = std::sqrt(cpu::sum_squares(G, n));
         if (norm >= opts_.grad_clip) gscale = static_cast<float>(opts_.grad_clip / norm);
     }
     const auto wd = static_cast<float>(opts_.L2 != 0.0 && opts_.L2_is_weight_decay ? 1.0 - opts_.learn_rate * opts_.L2
@@ -84,14 +42,14 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
         }
         // Thinc folds the bias corrections into the learning rate.
         const double fix1 = 1.0 - std::pow(opts_.beta1, t), fix2 = 1.0 - std::pow(opts_.beta2, t);
-        adam_pass(W, G, s.mom1.data(), s.mom2.data(), A, n, gscale, static_cast<float>(opts_.beta1),
+        cpu::adam_pass(W, G, s.mom1.data(), s.mom2.data(), A, n, gscale, static_cast<float>(opts_.beta1),
                   static_cast<float>(opts_.beta2), static_cast<float>(opts_.learn_rate * std::sqrt(fix2) / fix1),
                   static_cast<float>(opts_.eps), decay, wd);
     } else if (opts_.beta2 > 0.0) {
         throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
                     "tenon-E120");
     } else {
-        sgd_pass(W, G, A, n, gscale, static_cast<float>(opts_.learn_rate), decay, wd);
+        cpu::sgd_pass(W, G, A, n, gscale, static_cast<float>(opts_.learn_rate), decay, wd);
     }
 }
 

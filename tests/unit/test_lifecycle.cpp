@@ -288,7 +288,8 @@ TEST_CASE("lifecycle: chains are flat", "[lifecycle]") {
     static_assert(std::is_same_v<decltype(chain(a, chain(b, c))), Flat>);
     static_assert(std::is_same_v<decltype(a >> b >> c), Flat>);
     static_assert(std::is_same_v<decltype(a >> (b >> c)), Flat>);
-    static_assert(std::is_same_v<Flat, Chain<Relu<4>, Mish<4>, Softmax<2>>>);
+    // Static widths propagate: each dyn nI takes the static nO before it.
+    static_assert(std::is_same_v<Flat, Chain<Relu<4>, Mish<4, 4>, Softmax<2, 4>>>);
     static_assert(Flat::size() == 3);
     static_assert(Model<Flat>);
     auto m = a >> b >> c;

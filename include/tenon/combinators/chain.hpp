@@ -8,22 +8,42 @@
 #include <type_traits>
 #include <utility>
 
+#include "tenon/model/diagnostics.hpp"
 #include "tenon/model/layer.hpp"
+#include "tenon/model/widths.hpp"
 
 namespace tenon {
 
-namespace detail {
-template <class L>
-constexpr std::size_t static_nO_of() {
-    if constexpr (requires { L::static_nO; }) return L::static_nO; else return dyn;
-}
-template <class L>
-constexpr std::size_t static_nI_of() {
-    if constexpr (requires { L::static_nI; }) return L::static_nI; else return dyn;
-}
+namespace check {
+// The check to instantiate for a chain: `ok` arguments when all is well, the numbers (or
+// types) of the first mismatch otherwise.
+template <std::size_t Bad, class... Ls>
+struct chain_type_check {
+    using type = chain_types<ok, ok, ok, ok>;
+};
+template <std::size_t Bad, class... Ls>
+    requires(Bad < sizeof...(Ls))
+struct chain_type_check<Bad, Ls...> {
+    using T = std::tuple<Ls...>;
+    using type = chain_types<layer<Bad>, expects_type<typename std::tuple_element_t<Bad, T>::In>,
+                                    layer<Bad - 1>,
+                                    produces_type<typename std::tuple_element_t<Bad - 1, T>::Out>>;
+};
+template <bool Bad, std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces>
+struct chain_width_check {
+    using type = chain_widths<ok, ok, ok, ok>;
+};
+template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces>
+struct chain_width_check<true, I, Expects, J, Produces> {
+    using type = chain_widths<layer<I>, expects_width<Expects>, layer<J>,
+                                     produces_width<Produces>>;
+};
 
-// Index of the first adjacent pair whose data types differ, or N if none (a constexpr
-// loop over a table, not a recursive instantiation).
+}  // namespace check
+
+namespace detail {
+// The first layer whose input data type is not the output type of the layer before it, or
+// N if none (a constexpr loop over a table, not a recursive instantiation).
 template <class... Ls>
 constexpr std::size_t first_type_mismatch() {
     constexpr std::size_t n = sizeof...(Ls);
@@ -31,42 +51,19 @@ constexpr std::size_t first_type_mismatch() {
         return n;
     } else {
         using Tup = std::tuple<Ls...>;
-        constexpr auto check = []<std::size_t... I>(std::index_sequence<I...>) {
-            const bool ok[] = {std::is_same_v<typename std::tuple_element_t<I, Tup>::Out,
-                                              typename std::tuple_element_t<I + 1, Tup>::In>...};
+        constexpr auto find = []<std::size_t... I>(std::index_sequence<I...>) {
+            const bool same[] = {std::is_same_v<typename std::tuple_element_t<I, Tup>::Out,
+                                                typename std::tuple_element_t<I + 1, Tup>::In>...};
             for (std::size_t i = 0; i < sizeof...(I); ++i)
-                if (!ok[i]) return i;
+                if (!same[i]) return i + 1;
             return sizeof...(I) + 1;
         };
-        return check(std::make_index_sequence<n - 1>{});
+        return find(std::make_index_sequence<n - 1>{});
     }
 }
 
-// The first layer whose static input width differs from the static output width that
-// reaches it (through width-preserving layers), or N if none.
-template <class... Ls>
-constexpr std::size_t first_width_mismatch();
-// Layers whose output has the width of their input and that declare no dims (Dropout,
-// noop, sigmoid_activation) say so with `static constexpr bool width_preserving = true`.
 template <class L>
-inline constexpr bool width_preserving = [] {
-    if constexpr (requires { L::width_preserving; }) return bool(L::width_preserving); else return false;
-}();
-
-template <class... Ls>
-constexpr std::size_t first_width_mismatch() {
-    constexpr std::size_t n = sizeof...(Ls);
-    const std::size_t outs[] = {static_nO_of<Ls>()...};
-    const std::size_t ins[] = {static_nI_of<Ls>()...};
-    const bool keeps[] = {width_preserving<Ls>...};
-    std::size_t width = dyn;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (width != dyn && ins[i] != dyn && ins[i] != width) return i;
-        if (outs[i] != dyn) width = outs[i];
-        else if (!keeps[i]) width = dyn;
-    }
-    return n;
-}
+inline constexpr bool width_preserving = widths::width_preserving<L>;
 
 template <class... Ls>
 inline constexpr bool chain_is_homogeneous = [] {
@@ -78,12 +75,14 @@ inline constexpr bool chain_is_homogeneous = [] {
 template <Model... Ls>
 class Chain : public Layer<Chain<Ls...>, typename std::tuple_element_t<0, std::tuple<Ls...>>::In,
                            typename std::tuple_element_t<sizeof...(Ls) - 1, std::tuple<Ls...>>::Out> {
-    static_assert(sizeof...(Ls) >= 1, "[tenon-E001] chain(): needs at least one layer");
+    static_assert(sizeof...(Ls) >= 1, "[tenon-E003] chain(): needs at least one layer");
     static constexpr std::size_t N = sizeof...(Ls);
-    static_assert(detail::first_type_mismatch<Ls...>() == N,
-                  "[tenon-E002] chain(): a layer's output data type is not the next layer's input type");
-    static_assert(detail::first_width_mismatch<Ls...>() == N,
-                  "[tenon-E001] chain(): a layer's static output width differs from the next layer's input width");
+    // The checks: instantiating them with the numbers of a mismatch fails with its id.
+    static constexpr std::size_t bad_type = detail::first_type_mismatch<Ls...>();
+    static constexpr auto flow = widths::flow<Ls...>::value;
+    static_assert(sizeof(typename check::chain_type_check<bad_type, Ls...>::type) > 0);
+    static_assert(sizeof(typename check::chain_width_check<bad_type == N && flow.bad < N, flow.bad, flow.expects,
+                                                      flow.producer, flow.produces>::type) > 0);
 
     using First = std::tuple_element_t<0, std::tuple<Ls...>>;
     using Last = std::tuple_element_t<N - 1, std::tuple<Ls...>>;
@@ -97,11 +96,15 @@ public:
     using typename Base::Out;
     using typename Base::OutView;
     using Layers = std::tuple<Ls...>;
-    static constexpr std::size_t static_nI = detail::static_nI_of<First>();
-    static constexpr std::size_t static_nO = detail::static_nO_of<Last>();
+    static constexpr std::size_t static_nI = flow.first_in;
+    static constexpr std::size_t static_nO = flow.outgoing;
     static constexpr bool width_preserving = (detail::width_preserving<Ls> && ...);
 
-    explicit Chain(std::tuple<Ls...> layers)
+    // From the layers, or from layers that convert to them (the same layers before static
+    // width propagation rebound their nI).
+    template <class... Us>
+        requires(sizeof...(Us) == N)
+    explicit Chain(std::tuple<Us...>&& layers)
         : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(std::move(layers)) {
         this->name_ = std::apply(
             [](const auto&... l) {
@@ -265,14 +268,15 @@ private:
     Layers layers_;
 };
 
-namespace detail {
+// True for the type of a chain (not for user types derived from one).
 template <class T>
 inline constexpr bool is_chain_v = false;
 template <class... Ls>
 inline constexpr bool is_chain_v<Chain<Ls...>> = true;
 
+// chain_parts(m): a chain's layers as a tuple (moved out of an rvalue), or a tuple of m.
 template <class M>
-auto as_chain_tuple(M&& m) {
+auto chain_parts(M&& m) {
     using D = std::remove_cvref_t<M>;
     if constexpr (is_chain_v<D>) {
         if constexpr (std::is_rvalue_reference_v<M&&>) return std::move(m).layers();
@@ -281,24 +285,35 @@ auto as_chain_tuple(M&& m) {
         return std::tuple<D>(std::forward<M>(m));
     }
 }
-template <class Tuple>
-auto make_chain(Tuple&& t) {
-    return std::apply([](auto&&... l) { return Chain<std::remove_cvref_t<decltype(l)>...>(
-                          std::tuple<std::remove_cvref_t<decltype(l)>...>(std::move(l)...)); },
-                      std::forward<Tuple>(t));
+
+namespace widths {
+// The chain type of some layers after static width propagation.
+template <class Seq, class... Ls>
+struct rebound_chain;
+template <std::size_t... I, class... Ls>
+struct rebound_chain<std::index_sequence<I...>, Ls...> {
+    static constexpr auto flow = widths::flow<Ls...>::value;
+    using type = Chain<typename widths::rebind_nI<Ls, flow.incoming[I]>::type...>;
+};
+}  // namespace widths
+
+// chain_from(tuple of layers): the chain of those layers, each whose nI is dyn rebound to
+// the static width that reaches it (Relu<512>() after a 784-wide layer is Relu<512, 784>).
+template <class... Ls>
+auto chain_from(std::tuple<Ls...>&& layers) {
+    return typename widths::rebound_chain<std::index_sequence_for<Ls...>, Ls...>::type(std::move(layers));
 }
-}  // namespace detail
 
 // chain(a, b, ...): layers are copied or moved in; nested chains are flattened.
 template <Model... Ms>
 auto chain(Ms&&... ms) {
-    return detail::make_chain(std::tuple_cat(detail::as_chain_tuple(std::forward<Ms>(ms))...));
+    return chain_from(std::tuple_cat(chain_parts(std::forward<Ms>(ms))...));
 }
 
 // a >> b is chain(a, b); a >> b >> c is one flat chain of three.
 template <Model A, Model B>
 auto operator>>(A&& a, B&& b) {
-    return chain(std::forward<A>(a), std::forward<B>(b));
+    return chain_from(std::tuple_cat(chain_parts(std::forward<A>(a)), chain_parts(std::forward<B>(b))));
 }
 
 }  // namespace tenon

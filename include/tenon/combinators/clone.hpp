@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tenon/model/layer.hpp"
+#include "tenon/model/widths.hpp"
 
 namespace tenon {
 
@@ -23,12 +24,10 @@ public:
     using typename Base::InView;
     using typename Base::Out;
     using typename Base::OutView;
-    static constexpr std::size_t static_nI = [] {
-        if constexpr (requires { L::static_nI; }) return L::static_nI; else return dyn;
-    }();
-    static constexpr std::size_t static_nO = [] {
-        if constexpr (requires { L::static_nO; }) return L::static_nO; else return dyn;
-    }();
+    // Unknown when n may be 0 (the identity); a clone of one layer type keeps its widths.
+    static constexpr std::size_t static_nI = widths::static_nI<L>();
+    static constexpr std::size_t static_nO = widths::static_nO<L>();
+    static constexpr bool width_preserving = widths::width_preserving<L>;
 
     Clone(const L& layer, std::size_t n) : Base("clone", {}, {}) {
         copies_.reserve(n);

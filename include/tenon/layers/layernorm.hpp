@@ -24,6 +24,18 @@ public:
         }
     }
 
+    // The same layer with a static width (chain's width propagation rebinds a dyn nI; the
+    // output width follows, so the width keeps flowing to the next layer).
+    template <std::size_t N2>
+    using with_nI = LayerNorm<N2>;
+    static constexpr bool nO_is_nI = true;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit LayerNorm(LayerNorm<N2>&& o) : Base(static_cast<Node&&>(o)) {
+        this->fix_dim(0, NI);
+        this->fix_dim(1, NI);
+    }
+
     struct Backprop {
         LayerNorm* layer = nullptr;
         Floats2d Xhat;  // the normalised input

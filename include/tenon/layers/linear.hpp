@@ -10,6 +10,12 @@ class Linear : public detail::Dense<Linear<NO, NI>, NO, NI> {
     using Base = detail::Dense<Linear<NO, NI>, NO, NI>;
 
 public:
+    // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
+    template <std::size_t N2>
+    using with_nI = Linear<NO, N2>;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit Linear(Linear<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
     explicit Linear(LinearOptions o = {})

@@ -43,6 +43,19 @@ public:
             throw Error("maxout: nP must be >= 1", "tenon-E114");
     }
 
+    // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
+    template <std::size_t N2>
+    using with_nI = Maxout<NO, N2, NP>;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit Maxout(Maxout<NO, N2, NP>&& o)
+        : Base(static_cast<Node&&>(o)),
+          init_W_(std::move(o.init_W_)),
+          init_b_(std::move(o.init_b_)),
+          tail_(std::move(o.tail_)) {
+        this->fix_dim(1, NI);
+    }
+
     struct Backprop {
         Maxout* layer = nullptr;
         Floats2d X;
@@ -66,6 +79,9 @@ public:
     void for_each_child(const std::function<void(Node&)>& f) override { tail_.for_each_child(f); }
 
 private:
+    template <std::size_t, std::size_t, std::size_t>
+    friend class Maxout;
+
     void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {
         if (X) this->resolve_dim(1, X->shape(1));
         if (Y) this->resolve_dim(0, Y->shape(1));

@@ -12,6 +12,12 @@ class Mish : public detail::Dense<Mish<NO, NI>, NO, NI> {
     using Base = detail::Dense<Mish<NO, NI>, NO, NI>;
 
 public:
+    // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
+    template <std::size_t N2>
+    using with_nI = Mish<NO, N2>;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit Mish(Mish<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = true;  // the backward pass needs z
     static constexpr float threshold = 20.0f;
 

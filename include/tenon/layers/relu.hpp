@@ -10,6 +10,12 @@ class Relu : public detail::Dense<Relu<NO, NI>, NO, NI> {
     using Base = detail::Dense<Relu<NO, NI>, NO, NI>;
 
 public:
+    // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
+    template <std::size_t N2>
+    using with_nI = Relu<NO, N2>;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit Relu(Relu<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
     explicit Relu(DenseOptions o = {})

@@ -23,6 +23,12 @@ class Sigmoid : public detail::Dense<Sigmoid<NO, NI>, NO, NI> {
     using Base = detail::Dense<Sigmoid<NO, NI>, NO, NI>;
 
 public:
+    // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
+    template <std::size_t N2>
+    using with_nI = Sigmoid<NO, N2>;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit Sigmoid(Sigmoid<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
     explicit Sigmoid(LinearOptions o = {})

@@ -28,6 +28,12 @@ class Softmax : public detail::Dense<Softmax<NO, NI>, NO, NI> {
     friend Layer<Softmax<NO, NI>, Floats2d, Floats2d>;
 
 public:
+    // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
+    template <std::size_t N2>
+    using with_nI = Softmax<NO, N2>;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit Softmax(Softmax<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
     explicit Softmax(SoftmaxOptions o = {})

@@ -83,6 +83,8 @@ public:
 
 protected:
     using Layer::Node::Node;
+    // For converting constructors between layer types that differ only in static widths.
+    explicit Layer(Node&& node) noexcept : Node(std::move(node)) {}
     Derived& self() noexcept { return static_cast<Derived&>(*this); }
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 

@@ -158,6 +158,9 @@ protected:
     // Fast typed access for layer code.
     std::size_t dim(std::size_t i) const noexcept { return dims_[i].value; }
     void resolve_dim(std::size_t i, std::size_t value);  // set_dim with a clear error
+    // Makes dim i static (chain's width propagation rebinds a dyn nI to the width before it);
+    // throws if a different value was already set at run time.
+    void fix_dim(std::size_t i, std::size_t value);
     std::size_t require_dim(std::size_t i) const;        // throws if unknown
     Param& param(std::size_t i) noexcept { return params_[i]; }
     const Param& param(std::size_t i) const noexcept { return params_[i]; }

@@ -123,8 +123,15 @@ private:
 };
 
 namespace detail {
-struct AlignedDelete {
-    void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t{array_alignment}); }
+// 64-byte aligned blocks for array data (src/alloc.cpp). Large blocks freed by a thread are
+// kept for its next allocation of the same size: a training step allocates the same sizes
+// every time, and without the cache each large block is a fresh mmap with page faults.
+void* array_alloc(std::size_t bytes);
+void array_free(void* p, std::size_t bytes) noexcept;
+
+struct ArrayDelete {
+    std::size_t bytes = 0;
+    void operator()(void* p) const noexcept { array_free(p, bytes); }
 };
 }  // namespace detail
 
@@ -279,12 +286,12 @@ private:
     void allocate(bool zero) {
         const std::size_t n = size();
         capacity_ = n;
-        data_.reset(n ? static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{detail::array_alignment}))
-                      : nullptr);
+        data_ = std::unique_ptr<T[], detail::ArrayDelete>(
+            n ? static_cast<T*>(detail::array_alloc(n * sizeof(T))) : nullptr, detail::ArrayDelete{n * sizeof(T)});
         if (zero && n) std::memset(data_.get(), 0, n * sizeof(T));
     }
 
-    std::unique_ptr<T[], detail::AlignedDelete> data_;
+    std::unique_ptr<T[], detail::ArrayDelete> data_;
     shape_type shape_;
     std::size_t capacity_ = 0;
 };

@@ -69,6 +69,20 @@ public:
     void for_each_child(const std::function<void(Node&)>& f) override { tail_.for_each_child(f); }
 
 protected:
+    template <class, std::size_t, std::size_t>
+    friend class Dense;
+
+    // From the same layer with a dyn nI (chain's static width propagation): keeps the
+    // options, dims and any parameters, and makes nI static.
+    template <class Other, std::size_t NI2>
+    explicit Dense(Dense<Other, NO, NI2>&& o)
+        : Base(static_cast<Node&&>(o)),
+          init_W_(std::move(o.init_W_)),
+          init_b_(std::move(o.init_b_)),
+          tail_(std::move(o.tail_)) {
+        this->fix_dim(1, NI);
+    }
+
     Dense(const char* name, std::size_t nO, std::size_t nI, Init init_W, Init init_b, bool normalize,
           std::optional<double> dropout)
         : Base(name, {{"nO", NO}, {"nI", NI}}, {"W", "b"}),

@@ -1,0 +1,98 @@
+// What a model type says about its widths at compile time, read through traits so that
+// every model type can leave any of them out:
+//   static_nO, static_nI     a width, or dyn
+//   width_preserving         true for layers that keep the width and declare no dims
+//                            (Dropout, noop, sigmoid_activation)
+//   with_nI<W>               the same layer with a static nI (chain's width propagation)
+//   nO_is_nI                 true when the output width is the input width (LayerNorm)
+#pragma once
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+
+#include "tenon/types/array.hpp"
+
+namespace tenon::widths {
+
+template <class L>
+constexpr std::size_t static_nO() {
+    if constexpr (requires { L::static_nO; }) return L::static_nO; else return dyn;
+}
+template <class L>
+constexpr std::size_t static_nI() {
+    if constexpr (requires { L::static_nI; }) return L::static_nI; else return dyn;
+}
+template <class L>
+inline constexpr bool width_preserving = [] {
+    if constexpr (requires { L::width_preserving; }) return bool(L::width_preserving); else return false;
+}();
+template <class L>
+inline constexpr bool rebindable = requires { typename L::template with_nI<1>; };
+template <class L>
+inline constexpr bool nO_is_nI = [] {
+    if constexpr (requires { L::nO_is_nI; }) return bool(L::nO_is_nI); else return false;
+}();
+
+// L with its dyn nI made W, where L can be rebound; otherwise L.
+template <class L, std::size_t W>
+struct rebind_nI {
+    using type = L;
+};
+template <class L, std::size_t W>
+    requires(W != dyn && rebindable<L> && static_nI<L>() == dyn)
+struct rebind_nI<L, W> {
+    using type = typename L::template with_nI<W>;
+};
+
+// How static widths flow through a sequence of layers (chain): the width reaching each
+// layer, and the first place where two static widths meet and differ. A constexpr loop
+// over tables of the layers' traits, not a recursive instantiation.
+template <class... Ls>
+struct flow {
+    static constexpr std::size_t N = sizeof...(Ls);
+    struct Result {
+        std::array<std::size_t, N> incoming{};  // static width reaching layer i, or dyn
+        std::size_t bad = N;                    // first mismatching layer, or N
+        std::size_t expects = 0, producer = 0, produces = 0;
+        std::size_t outgoing = dyn;  // the static width of the sequence's output, or dyn
+        std::size_t first_in = dyn;  // the static input width of the sequence, or dyn
+    };
+    static constexpr Result value = [] {
+        Result r;
+        const std::size_t outs[] = {static_nO<Ls>()...};
+        const std::size_t ins[] = {static_nI<Ls>()...};
+        const bool keeps[] = {width_preserving<Ls>...};
+        const bool rebind[] = {rebindable<Ls>...};
+        const bool follows[] = {nO_is_nI<Ls>...};
+        std::size_t w = dyn, from = 0;
+        bool seen_width_changer = false;
+        for (std::size_t i = 0; i < N; ++i) {
+            r.incoming[i] = w;
+            std::size_t in = ins[i];
+            if (in == dyn && rebind[i]) in = w;
+            if (!seen_width_changer && !keeps[i]) {
+                seen_width_changer = true;
+                r.first_in = in;
+            }
+            if (w != dyn && in != dyn && in != w && r.bad == N) {
+                r.bad = i;
+                r.expects = in;
+                r.producer = from;
+                r.produces = w;
+            }
+            std::size_t out = outs[i];
+            if (out == dyn && follows[i]) out = in;
+            if (out != dyn) {
+                w = out;
+                from = i;
+            } else if (!keeps[i]) {
+                w = dyn;
+            }
+        }
+        r.outgoing = w;
+        return r;
+    }();
+};
+
+}  // namespace tenon::widths

@@ -1,0 +1,16 @@
+// Kernels private to the library (compiled with their own flags; see meson.build).
+#pragma once
+#include <cstddef>
+
+namespace tenon::cpu {
+
+// sum of g[i]^2
+double sum_squares(const float* g, std::size_t n);
+// Thinc's Adam step on one parameter with the gradient scaled by gscale (clipping), weight
+// decay factor wd, the moving average A (or null); zeroes G.
+void adam_pass(float* W, float* G, float* m1, float* m2, float* A, std::size_t n, float gscale, float b1, float b2,
+               float lr_t, float eps, float decay_keep, float wd);
+// Plain SGD with the same conventions.
+void sgd_pass(float* W, float* G, float* A, std::size_t n, float gscale, float lr, float decay_keep, float wd);
+
+}  // namespace tenon::cpu
