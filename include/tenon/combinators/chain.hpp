@@ -75,7 +75,7 @@ inline constexpr bool chain_is_homogeneous = [] {
 template <Model... Ls>
 class Chain : public Layer<Chain<Ls...>, typename std::tuple_element_t<0, std::tuple<Ls...>>::In,
                            typename std::tuple_element_t<sizeof...(Ls) - 1, std::tuple<Ls...>>::Out> {
-    static_assert(sizeof...(Ls) >= 1, "[tenon-E003] chain(): needs at least one layer");
+    static_assert(sizeof...(Ls) >= 1, "[tenon-E004] chain(): needs at least one layer");
     static constexpr std::size_t N = sizeof...(Ls);
     // The checks: instantiating them with the numbers of a mismatch fails with its id.
     static constexpr std::size_t bad_type = detail::first_type_mismatch<Ls...>();
