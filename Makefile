@@ -3,7 +3,7 @@
 BUILD ?= build
 PY := /usr/bin/python3
 # Build and test dependencies (Debian 12 package names).
-DEPS := g++ pkg-config meson ninja-build libeigen3-dev libboost-dev libcereal-dev catch2 \
+DEPS := g++ clang pkg-config meson ninja-build libeigen3-dev libboost-dev libcereal-dev catch2 \
         zlib1g-dev python3-thinc python3-numpy dataset-fashion-mnist
 BENCH_DEPS := python3-torch libopenblas0-pthread  # PyTorch at its best: Debian points libblas at OpenBLAS
 

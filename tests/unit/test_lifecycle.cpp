@@ -582,3 +582,17 @@ TEST_CASE("lifecycle: attributes of the wrong type give a tenon::Error", "[lifec
     d.set_attr("dropout_rate", std::int64_t{0});  // an integer is a number
     CHECK(d.rate() == 0.0);
 }
+
+TEST_CASE("lifecycle: describe() shows every width, static ones marked", "[lifecycle]") {
+    auto m = Relu<512, 784>({.dropout = 0.2}) >> Relu<512>() >> Softmax<>();
+    const std::string before = describe(m);
+    INFO(before);
+    CHECK_THAT(before, Contains("relu nO=512(static) nI=784(static)"));
+    CHECK_THAT(before, Contains("softmax nO=? nI=512(static) [not initialized]"));  // nI propagated in the type
+    CHECK_THAT(before, Contains("  dropout"));
+    m.initialize(Floats2d({2, 784}), Floats2d({2, 10}));
+    const std::string after = describe(m);
+    INFO(after);
+    CHECK_THAT(after, Contains("softmax nO=10 nI=512(static)\n"));
+    CHECK_THAT(after, Contains("relu>>relu>>softmax nO=10 nI=784(static)"));
+}

@@ -1,8 +1,19 @@
 // chain(a, b, c) (also a >> b >> c): feed each layer's output to the next. The children are
 // one flat pack: chain(chain(a, b), c) and chain(a, chain(b, c)) have the type of
 // chain(a, b, c), so deep models compile in time linear in their length.
+//
+// Compile time: nothing here recurses over the layers. The layers live in a FlatTuple (one
+// class with a leaf per layer); the checks are constexpr loops over tables; initialize,
+// predict, the forward pass and the backprop of a chain whose layers all output one data
+// type (every dense stack) are run-time loops over a table of functions, one per distinct
+// layer *type* (not per position), so a 500-layer chain of five layer types compiles five
+// small functions and a loop. Only a chain whose data type changes along the way (e.g.
+// an embedding before dense layers) walks its layers by a recursion of templates.
 #pragma once
-#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -11,6 +22,8 @@
 #include "tenon/model/diagnostics.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
+#include "tenon/util/flat_tuple.hpp"
+#include "tenon/util/pack.hpp"
 
 namespace tenon {
 
@@ -24,10 +37,8 @@ struct chain_type_check {
 template <std::size_t Bad, class... Ls>
     requires(Bad < sizeof...(Ls))
 struct chain_type_check<Bad, Ls...> {
-    using T = std::tuple<Ls...>;
-    using type = chain_types<layer<Bad>, expects_type<typename std::tuple_element_t<Bad, T>::In>,
-                                    layer<Bad - 1>,
-                                    produces_type<typename std::tuple_element_t<Bad - 1, T>::Out>>;
+    using type = chain_types<layer<Bad>, expects_type<name_t<typename type_at_t<Bad, Ls...>::In>>, layer<Bad - 1>,
+                             produces_type<name_t<typename type_at_t<Bad - 1, Ls...>::Out>>>;
 };
 template <bool Bad, std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces>
 struct chain_width_check {
@@ -35,13 +46,16 @@ struct chain_width_check {
 };
 template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces>
 struct chain_width_check<true, I, Expects, J, Produces> {
-    using type = chain_widths<layer<I>, expects_width<Expects>, layer<J>,
-                                     produces_width<Produces>>;
+    using type = chain_widths<layer<I>, expects_width<Expects>, layer<J>, produces_width<Produces>>;
 };
 
 }  // namespace check
 
 namespace detail {
+// One address per type, so that a constexpr loop can compare types.
+template <class T>
+inline constexpr char type_tag = 0;
+
 // The first layer whose input data type is not the output type of the layer before it, or
 // N if none (a constexpr loop over a table, not a recursive instantiation).
 template <class... Ls>
@@ -50,31 +64,153 @@ constexpr std::size_t first_type_mismatch() {
     if constexpr (n < 2) {
         return n;
     } else {
-        using Tup = std::tuple<Ls...>;
-        constexpr auto find = []<std::size_t... I>(std::index_sequence<I...>) {
-            const bool same[] = {std::is_same_v<typename std::tuple_element_t<I, Tup>::Out,
-                                                typename std::tuple_element_t<I + 1, Tup>::In>...};
-            for (std::size_t i = 0; i < sizeof...(I); ++i)
-                if (!same[i]) return i + 1;
-            return sizeof...(I) + 1;
-        };
-        return find(std::make_index_sequence<n - 1>{});
+        const void* const outs[] = {&type_tag<typename Ls::Out>...};
+        const void* const ins[] = {&type_tag<typename Ls::In>...};
+        for (std::size_t i = 1; i < n; ++i)
+            if (ins[i] != outs[i - 1]) return i;
+        return n;
     }
 }
 
 template <class L>
 inline constexpr bool width_preserving = widths::width_preserving<L>;
 
+// The data types at the two ends of a chain (placeholders for an empty one, which E004
+// refuses).
+struct no_layers {};
 template <class... Ls>
-inline constexpr bool chain_is_homogeneous = [] {
-    using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-    return (std::is_same_v<typename Ls::Out, typename First::Out> && ...);
-}();
+struct chain_ends {
+    using In = no_layers;
+    using Out = no_layers;
+    static constexpr bool homogeneous = false;
+};
+template <class L0, class... Ls>
+struct chain_ends<L0, Ls...> {
+    using In = typename L0::In;
+    using Out = typename type_at_t<sizeof...(Ls), L0, Ls...>::Out;
+    // Every layer outputs the same data type (so, type-checked, every layer after the
+    // first takes it too): the chain runs as a loop.
+    static constexpr bool homogeneous = all_true<std::is_same_v<typename Ls::Out, typename L0::Out>...>;
+};
+
+// Shared by every chain, per layer type: initialize, predict, forward and backprop of one
+// layer behind a plain function pointer, for the loops of a homogeneous chain.
+template <class L, class XV, class YV>
+void chain_init_layer(L& l, const XV* X, const YV* y, std::size_t& width) {
+    if (!X && width != dyn && !l.has_dim("nI")) {
+        const auto names = l.dim_names();
+        for (const auto& n : names)
+            if (n == "nI") {
+                l.set_dim("nI", width);
+                break;
+            }
+    }
+    l.initialize_from(X, y);
+    if (l.has_dim("nO")) width = l.get_dim("nO");
+    else if (!width_preserving<L>) width = dyn;
+}
+
+template <class Out, class View>
+struct chain_step {
+    // Initialises the layer (on X when not null), and writes its output on X to *next when
+    // next is not null.
+    using init_fn = void (*)(void* l, const View* X, const View* Y, std::size_t& width, Out* next);
+    using predict_fn = Out (*)(const void* l, View X);
+    using forward_fn = Out (*)(void* l, View X, bool is_train, void* bp);
+    using backprop_fn = Out (*)(const void* bp, View dY);
+
+    template <class L>
+    static void init(void* l, const View* X, const View* Y, std::size_t& width, Out* next) {
+        L& layer = *static_cast<L*>(l);
+        chain_init_layer(layer, X, Y, width);
+        if (X && next) *next = layer.predict(*X);
+    }
+    template <class L>
+    static Out predict(const void* l, View X) {
+        return static_cast<const L*>(l)->predict(X);
+    }
+    template <class L>
+    static Out forward(void* l, View X, bool is_train, void* bp) {
+        auto [y, b] = (*static_cast<L*>(l))(X, is_train);
+        *static_cast<typename L::Backprop*>(bp) = std::move(b);
+        return std::move(y);
+    }
+    template <class B>
+    static Out backprop(const void* bp, View dY) {
+        return (*static_cast<const B*>(bp))(dY);
+    }
+};
+
+// A layer's Node, from the layer's address.
+using chain_node_fn = Node* (*)(void*) noexcept;
+template <class L>
+Node* chain_as_node(void* l) noexcept {
+    return static_cast<L*>(l);
+}
+
+// Making the layers of a new chain in place, from the layers given to chain(): layer T at
+// `to` from S at `from`, moved or copied (a copy is a new node with a new id), and converted
+// to T where width propagation rebound S's nI. One function per (T, S, Move), shared by every
+// position and every chain.
+template <class T, class S, bool Move>
+void chain_make_layer(void* to, void* from) {
+    S& s = *static_cast<S*>(from);
+    if constexpr (Move) ::new (to) T(std::move(s));
+    else if constexpr (std::is_same_v<S, T>) ::new (to) T(std::as_const(s));
+    else ::new (to) T(S(std::as_const(s)));
+}
+using chain_make_fn = void (*)(void*, void*);
+
+template <class... Ts>
+struct type_list {};
+
+// The table of chain_make_layer for layers Ts made from Ss, Flags::move[i] saying whether
+// layer i is moved.
+template <class Flags, class Ts, class Ss, class Seq = void>
+struct chain_make_table;
+template <class Flags, class... Ts, class... Ss>
+struct chain_make_table<Flags, type_list<Ts...>, type_list<Ss...>, void>
+    : chain_make_table<Flags, type_list<Ts...>, type_list<Ss...>, std::index_sequence_for<Ts...>> {};
+template <class Flags, class... Ts, class... Ss, std::size_t... I>
+struct chain_make_table<Flags, type_list<Ts...>, type_list<Ss...>, std::index_sequence<I...>> {
+    static constexpr std::array<chain_make_fn, sizeof...(Ts)> value{&chain_make_layer<Ts, Ss, Flags::move[I]>...};
+};
+template <std::size_t N>
+struct chain_all_moved {
+    static constexpr std::array<bool, N> move = [] {
+        std::array<bool, N> m{};
+        m.fill(true);
+        return m;
+    }();
+};
+
+// What FlatTuple's from_source constructor takes: layer i is make[i](address, from[i]).
+template <std::size_t N>
+struct chain_source {
+    const chain_make_fn* make;
+    std::array<void*, N> from;
+    void construct(std::size_t i, void* to) const { make[i](to, from[i]); }
+};
+
+// The tables of a homogeneous chain: entry i is for layer i + 1 (the first layer, which may
+// take another data type, is called directly).
+template <class Out, class View, class L0, class... Ls>
+struct chain_tables {
+    using S = chain_step<Out, View>;
+    static constexpr typename S::init_fn init[] = {&S::template init<Ls>..., nullptr};
+    static constexpr typename S::predict_fn predict[] = {&S::template predict<Ls>..., nullptr};
+    static constexpr typename S::forward_fn forward[] = {&S::template forward<Ls>..., nullptr};
+    static constexpr typename S::backprop_fn backprop[] = {&S::template backprop<typename Ls::Backprop>...,
+                                                           nullptr};
+};
 }  // namespace detail
 
-template <Model... Ls>
-class Chain : public Layer<Chain<Ls...>, typename std::tuple_element_t<0, std::tuple<Ls...>>::In,
-                           typename std::tuple_element_t<sizeof...(Ls) - 1, std::tuple<Ls...>>::Out> {
+// (A requires-clause, not `template <Model... Ls>`: that is a fold expression over the layers,
+// which clang refuses beyond 256 of them.)
+template <class... Ls>
+    requires(all_true<Model<Ls>...>)
+class Chain : public Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In,
+                           typename detail::chain_ends<Ls...>::Out> {
     static_assert(sizeof...(Ls) >= 1, "[tenon-E004] chain(): needs at least one layer");
     static constexpr std::size_t N = sizeof...(Ls);
     // The checks: instantiating them with the numbers of a mismatch fails with its id.
@@ -82,40 +218,48 @@ class Chain : public Layer<Chain<Ls...>, typename std::tuple_element_t<0, std::t
     static constexpr auto flow = widths::flow<Ls...>::value;
     static_assert(sizeof(typename check::chain_type_check<bad_type, Ls...>::type) > 0);
     static_assert(sizeof(typename check::chain_width_check<bad_type == N && flow.bad < N, flow.bad, flow.expects,
-                                                      flow.producer, flow.produces>::type) > 0);
+                                                           flow.producer, flow.produces>::type) > 0);
 
-    using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-    using Last = std::tuple_element_t<N - 1, std::tuple<Ls...>>;
-    using Base = Layer<Chain<Ls...>, typename First::In, typename Last::Out>;
+    using Base = Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In, typename detail::chain_ends<Ls...>::Out>;
     friend Base;
-    static constexpr bool homogeneous = detail::chain_is_homogeneous<Ls...>;
+    static constexpr bool homogeneous = detail::chain_ends<Ls...>::homogeneous && bad_type == N;
 
 public:
     using typename Base::In;
     using typename Base::InView;
     using typename Base::Out;
     using typename Base::OutView;
-    using Layers = std::tuple<Ls...>;
+    // The layers, in a tuple-like FlatTuple: get<I>(layers), auto& [a, b] = layers.
+    using Layers = FlatTuple<Ls...>;
     static constexpr std::size_t static_nI = flow.first_in;
     static constexpr std::size_t static_nO = flow.outgoing;
-    static constexpr bool width_preserving = (detail::width_preserving<Ls> && ...);
+    static constexpr bool width_preserving = all_true<detail::width_preserving<Ls>...>;
 
     // From the layers, or from layers that convert to them (the same layers before static
     // width propagation rebound their nI).
     template <class... Us>
         requires(sizeof...(Us) == N)
     explicit Chain(std::tuple<Us...>&& layers)
-        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(std::move(layers)) {
-        this->name_ = std::apply(
-            [](const auto&... l) {
-                std::string s;
-                ((s += (s.empty() ? "" : ">>") + l.name()), ...);
-                return s;
-            },
-            layers_);
+        : Chain(detail::from_source, [&]<std::size_t... I>(std::index_sequence<I...>) {
+              return detail::chain_source<N>{
+                  detail::chain_make_table<detail::chain_all_moved<N>, detail::type_list<Ls...>,
+                                           detail::type_list<Us...>>::value.data(),
+                  {static_cast<void*>(&std::get<I>(layers))...}};
+          }(std::make_index_sequence<N>{})) {}
+
+    // Layer i is made in place by src.construct(i, address) (how chain() builds a chain).
+    template <class Src>
+    Chain(detail::from_source_t tag, const Src& src)
+        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(tag, src) {
+        bool all_initialized = true;
+        for (const Node* n : children()) {
+            if (!this->name_.empty()) this->name_ += ">>";
+            this->name_ += n->name();
+            all_initialized = all_initialized && n->is_initialized();
+        }
         // A chain of initialised layers (e.g. trained ones) is ready to use: initialize()
         // would draw new weights.
-        if (std::apply([](const auto&... l) { return (l.is_initialized() && ...); }, layers_)) {
+        if (all_initialized) {
             sync_dims();
             this->mark_initialized();
         }
@@ -124,11 +268,11 @@ public:
     // The i-th child, typed.
     template <std::size_t I>
     auto& layer() noexcept {
-        return std::get<I>(layers_);
+        return get<I>(layers_);
     }
     template <std::size_t I>
     const auto& layer() const noexcept {
-        return std::get<I>(layers_);
+        return get<I>(layers_);
     }
     static constexpr std::size_t size() noexcept { return N; }
     Layers& layers() & noexcept { return layers_; }
@@ -136,18 +280,21 @@ public:
     Layers&& layers() && noexcept { return std::move(layers_); }
 
     void for_each_child(const std::function<void(Node&)>& f) override {
-        std::apply([&](auto&... l) { (f(l), ...); }, layers_);
+        for (Node* n : children()) f(*n);
     }
 
     struct Backprop {
-        std::tuple<typename Ls::Backprop...> bps;
+        FlatTuple<typename Ls::Backprop...> bps;
         In operator()(OutView dY) const {
-            if constexpr (homogeneous && std::is_same_v<In, Out>) {
-                Out d = std::get<N - 1>(bps)(dY);
-                [&]<std::size_t... I>(std::index_sequence<I...>) {
-                    ((d = std::get<N - 2 - I>(bps)(d)), ...);
-                }(std::make_index_sequence<N - 1>{});
-                return d;
+            if constexpr (homogeneous) {
+                using T = detail::chain_tables<Out, OutView, Ls...>;
+                if constexpr (N == 1) {
+                    return get<0>(bps)(dY);
+                } else {
+                    Out d = T::backprop[N - 2](bps.address(N - 1), dY);
+                    for (std::size_t i = N - 2; i > 0; --i) d = T::backprop[i - 1](bps.address(i), d);
+                    return get<0>(bps)(d);
+                }
             } else {
                 return backward_from<N - 1>(dY);
             }
@@ -156,25 +303,33 @@ public:
     private:
         template <std::size_t I, class D>
         auto backward_from(const D& d) const {
-            auto dX = std::get<I>(bps)(d);
+            auto dX = get<I>(bps)(d);
             if constexpr (I == 0) return dX; else return backward_from<I - 1>(dX);
         }
     };
 
 private:
+    // The children as Nodes, in order.
+    std::array<Node*, N> children() noexcept {
+        static constexpr std::array<detail::chain_node_fn, N> as_node{&detail::chain_as_node<Ls>...};
+        std::array<Node*, N> nodes;
+        for (std::size_t i = 0; i < N; ++i) nodes[i] = as_node[i](layers_.address(i));
+        return nodes;
+    }
+
     // Thinc's inference without its guesses: each layer is initialised on the output of the
     // ones before it (or, without a sample, on the last known width); Y reaches only the last
     // layer that changes the width and the width-preserving ones after it (e.g. a final
     // Dropout), never a hidden layer.
     static constexpr std::size_t y_from = [] {
-        const bool keeps[] = {detail::width_preserving<Ls>...};
+        const std::array<bool, N> keeps{detail::width_preserving<Ls>...};
         std::size_t k = 0;
         for (std::size_t i = 0; i < N; ++i)
             if (!keeps[i]) k = i;
         return k;
     }();
     static constexpr std::size_t nI_from = [] {
-        const bool keeps[] = {detail::width_preserving<Ls>...};
+        const std::array<bool, N> keeps{detail::width_preserving<Ls>...};
         for (std::size_t i = 0; i < N; ++i)
             if (!keeps[i]) return i;
         return std::size_t{0};
@@ -182,33 +337,51 @@ private:
 
     void init_impl(const InView* X, const OutView* Y) {
         std::size_t width = dyn;
-        init_from<0>(X, Y, width);
+        if constexpr (homogeneous) {
+            // Layer 0 takes In; the others take Out. At most one activation is alive at a time.
+            auto& l0 = get<0>(layers_);
+            detail::chain_init_layer(l0, X, 0 >= y_from ? Y : nullptr, width);
+            if constexpr (N > 1) {
+                using T = detail::chain_tables<Out, OutView, Ls...>;
+                std::optional<Out> cur;
+                if (X) cur = l0.predict(*X);
+                for (std::size_t i = 1; i < N; ++i) {
+                    const OutView* y = i >= y_from ? Y : nullptr;
+                    if (cur) {
+                        const OutView v = *cur;
+                        Out next;
+                        T::init[i - 1](layers_.address(i), &v, y, width, i + 1 < N ? &next : nullptr);
+                        if (i + 1 < N) cur = std::move(next);
+                    } else {
+                        T::init[i - 1](layers_.address(i), nullptr, y, width, nullptr);
+                    }
+                }
+            }
+        } else {
+            init_from<0>(X, Y, width);
+        }
         sync_dims();
         this->mark_initialized();
     }
     // The chain's nI is its first width-changing layer's nI; its nO the last one's nO.
     void sync_dims() {
-        const Node& first = std::get<nI_from>(layers_);
-        const Node& last = std::get<y_from>(layers_);
+        const auto nodes = children();
+        const Node& first = *nodes[nI_from];
+        const Node& last = *nodes[y_from];
         if (first.has_dim("nI")) this->set_dim("nI", first.get_dim("nI"), true);
         if (last.has_dim("nO")) this->set_dim("nO", last.get_dim("nO"), true);
     }
 
+    // The recursive walk, for chains whose data type changes along the way.
     template <std::size_t I, class XV>
     void init_from(const XV* X, const OutView* Y, std::size_t& width) {
-        auto& l = std::get<I>(layers_);
+        auto& l = get<I>(layers_);
         using L = std::remove_reference_t<decltype(l)>;
-        const OutView* y = nullptr;
+        const typename L::OutView* y = nullptr;
         if constexpr (std::is_same_v<typename L::OutView, OutView>) y = I >= y_from ? Y : nullptr;
-        if (!X && width != dyn && !l.has_dim("nI")) {
-            const auto names = l.dim_names();
-            if (std::find(names.begin(), names.end(), "nI") != names.end()) l.set_dim("nI", width);
-        }
-        l.initialize_from(X, y);
-        if (l.has_dim("nO")) width = l.get_dim("nO");
-        else if (!detail::width_preserving<L>) width = dyn;
+        detail::chain_init_layer(l, X, y, width);
         if constexpr (I + 1 < N) {
-            using Next = std::tuple_element_t<I + 1, Layers>;
+            using Next = type_at_t<I + 1, Ls...>;
             if (X) {
                 auto out = l.predict(*X);
                 const typename Next::InView v = out;
@@ -221,47 +394,43 @@ private:
 
     Out predict_impl(InView X) const {
         if constexpr (homogeneous) {
-            return [&]<std::size_t... I>(std::index_sequence<I...>) {
-                Out cur = std::get<0>(layers_).predict(X);
-                ((cur = std::get<I + 1>(layers_).predict(cur)), ...);
-                return cur;
-            }(std::make_index_sequence<N - 1>{});
+            Out cur = get<0>(layers_).predict(X);
+            if constexpr (N > 1) {
+                using T = detail::chain_tables<Out, OutView, Ls...>;
+                for (std::size_t i = 1; i < N; ++i) cur = T::predict[i - 1](layers_.address(i), cur);
+            }
+            return cur;
         } else {
             return predict_from<0>(X);
         }
     }
     template <std::size_t I, class XV>
     auto predict_from(const XV& x) const {
-        auto y = std::get<I>(layers_).predict(x);
+        auto y = get<I>(layers_).predict(x);
         if constexpr (I + 1 == N) return y; else return predict_from<I + 1>(y);
     }
 
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
         if constexpr (homogeneous) {
-            Out cur = [&]<std::size_t... I>(std::index_sequence<I...>) {
-                auto [y0, b0] = std::get<0>(layers_)(X, is_train);
-                std::get<0>(bp.bps) = std::move(b0);
-                Out c = std::move(y0);
-                ((step<I + 1>(c, is_train, bp)), ...);
-                return c;
-            }(std::make_index_sequence<N - 1>{});
+            auto [y0, b0] = get<0>(layers_)(X, is_train);
+            get<0>(bp.bps) = std::move(b0);
+            Out cur = std::move(y0);
+            if constexpr (N > 1) {
+                using T = detail::chain_tables<Out, OutView, Ls...>;
+                for (std::size_t i = 1; i < N; ++i)
+                    cur = T::forward[i - 1](layers_.address(i), cur, is_train, bp.bps.address(i));
+            }
             return {std::move(cur), std::move(bp)};
         } else {
             auto y = forward_from<0>(X, is_train, bp);
             return {std::move(y), std::move(bp)};
         }
     }
-    template <std::size_t I>
-    void step(Out& cur, bool is_train, Backprop& bp) {
-        auto [y, b] = std::get<I>(layers_)(cur, is_train);
-        std::get<I>(bp.bps) = std::move(b);
-        cur = std::move(y);
-    }
     template <std::size_t I, class XV>
     auto forward_from(const XV& x, bool is_train, Backprop& bp) {
-        auto [y, b] = std::get<I>(layers_)(x, is_train);
-        std::get<I>(bp.bps) = std::move(b);
+        auto [y, b] = get<I>(layers_)(x, is_train);
+        get<I>(bp.bps) = std::move(b);
         if constexpr (I + 1 == N) return std::move(y); else return forward_from<I + 1>(y, is_train, bp);
     }
 
@@ -273,18 +442,6 @@ template <class T>
 inline constexpr bool is_chain_v = false;
 template <class... Ls>
 inline constexpr bool is_chain_v<Chain<Ls...>> = true;
-
-// chain_parts(m): a chain's layers as a tuple (moved out of an rvalue), or a tuple of m.
-template <class M>
-auto chain_parts(M&& m) {
-    using D = std::remove_cvref_t<M>;
-    if constexpr (is_chain_v<D>) {
-        if constexpr (std::is_rvalue_reference_v<M&&>) return std::move(m).layers();
-        else return typename D::Layers(m.layers());
-    } else {
-        return std::tuple<D>(std::forward<M>(m));
-    }
-}
 
 namespace widths {
 // The chain type of some layers after static width propagation.
@@ -304,16 +461,119 @@ auto chain_from(std::tuple<Ls...>&& layers) {
     return typename widths::rebound_chain<std::index_sequence_for<Ls...>, Ls...>::type(std::move(layers));
 }
 
+namespace detail {
+template <class... A, class... B>
+type_list<A..., B...> operator+(type_list<A...>, type_list<B...>);
+
+// The layers an argument of chain() contributes: a chain's layers, or itself.
+template <class M>
+struct chain_parts_of {
+    static constexpr std::size_t count = 1;
+    using list = type_list<M>;
+};
+template <class... Ls>
+struct chain_parts_of<Chain<Ls...>> {
+    static constexpr std::size_t count = sizeof...(Ls);
+    using list = type_list<Ls...>;
+};
+// The address of part k of an argument of chain(): a chain's layer k, or the argument.
+template <class D>
+void* chain_part_address(void* arg, std::size_t k) noexcept {
+    if constexpr (is_chain_v<D>) return static_cast<D*>(arg)->layers().address(k); else return arg;
+}
+
+// The flat list of layers of chain(ms...): usually no argument is a chain and it is the
+// arguments' types; otherwise a fold over the few arguments (clang nests a fold as deep as
+// its pack, and refuses more than 256).
+template <bool AnyChain, class... Ms>
+struct chain_flatten {
+    using type = type_list<Ms...>;
+};
+template <class... Ms>
+struct chain_flatten<true, Ms...> {
+    using type = decltype((type_list<>{} + ... + typename chain_parts_of<Ms>::list{}));
+};
+
+template <class List>
+struct rebound_chain_of;
+template <class... Ls>
+struct rebound_chain_of<type_list<Ls...>> {
+    using type = typename widths::rebound_chain<std::index_sequence_for<Ls...>, Ls...>::type;
+};
+
+template <class C>
+struct chain_layers;
+template <class... Ls>
+struct chain_layers<Chain<Ls...>> {
+    using list = type_list<Ls...>;
+};
+
+// The arguments of chain() as deduced (T for an rvalue, T& or const T& for an lvalue): for
+// layer i of the new chain, the argument it comes from, its index there, and whether it is
+// moved (from a non-const rvalue) or copied.
+template <class... Ms>
+struct chain_args {
+    static constexpr std::size_t K = sizeof...(Ms);
+    static constexpr std::array<std::size_t, K> counts{chain_parts_of<std::remove_cvref_t<Ms>>::count...};
+    static constexpr std::size_t N = [] {
+        std::size_t n = 0;
+        for (std::size_t c : counts) n += c;
+        return n;
+    }();
+    struct Index {
+        std::array<std::size_t, N> arg{}, part{};
+    };
+    static constexpr Index index = [] {
+        Index t;
+        std::size_t i = 0;
+        for (std::size_t j = 0; j < K; ++j)
+            for (std::size_t k = 0; k < counts[j]; ++k, ++i) {
+                t.arg[i] = j;
+                t.part[i] = k;
+            }
+        return t;
+    }();
+    static constexpr std::array<bool, N> move = [] {
+        const std::array<bool, K> moved{(!std::is_reference_v<Ms> && !std::is_const_v<Ms>)...};
+        std::array<bool, N> m{};
+        for (std::size_t i = 0; i < N; ++i) m[i] = moved[index.arg[i]];
+        return m;
+    }();
+    using List = typename chain_flatten<any_true<is_chain_v<std::remove_cvref_t<Ms>>...>,
+                                        std::remove_cvref_t<Ms>...>::type;
+};
+
+template <class... Ms>
+auto make_chain(Ms&&... ms) {
+    using Args = chain_args<Ms...>;
+    using C = typename rebound_chain_of<typename Args::List>::type;
+    using Make = chain_make_table<Args, typename chain_layers<C>::list, typename Args::List>;
+    static constexpr std::array<void* (*)(void*, std::size_t) noexcept, Args::K> part{
+        &chain_part_address<std::remove_cvref_t<Ms>>...};
+    const std::array<void*, Args::K> args{const_cast<void*>(static_cast<const void*>(std::addressof(ms)))...};
+    chain_source<Args::N> src{Make::value.data(), {}};
+    for (std::size_t i = 0; i < Args::N; ++i) {
+        const std::size_t j = Args::index.arg[i];
+        src.from[i] = part[j](args[j], Args::index.part[i]);
+    }
+    return C(from_source, src);
+}
+}  // namespace detail
+
 // chain(a, b, ...): layers are copied or moved in; nested chains are flattened.
-template <Model... Ms>
+template <class... Ms>
+    requires(all_true<Model<Ms>...>)
 auto chain(Ms&&... ms) {
-    return chain_from(std::tuple_cat(chain_parts(std::forward<Ms>(ms))...));
+    return detail::make_chain(std::forward<Ms>(ms)...);
 }
 
 // a >> b is chain(a, b); a >> b >> c is one flat chain of three.
 template <Model A, Model B>
 auto operator>>(A&& a, B&& b) {
-    return chain_from(std::tuple_cat(chain_parts(std::forward<A>(a)), chain_parts(std::forward<B>(b))));
+    return detail::make_chain(std::forward<A>(a), std::forward<B>(b));
 }
 
 }  // namespace tenon
+
+// The calls that no overload above takes (chain(), a non-model operand): E004, E005, E006.
+#include "tenon/combinators/chain_checks.hpp"

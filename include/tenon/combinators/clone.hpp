@@ -7,15 +7,26 @@
 #include <utility>
 #include <vector>
 
+#include "tenon/model/diagnostics.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
 
 namespace tenon {
 
+namespace check {
+// The checks of clone(layer, n): E003 where the layer's output type is not its input type,
+// else E016 where its static widths differ; `ok` arguments when copies of it can be chained.
+template <class L, std::size_t NI = widths::static_nI<L>(), std::size_t NO = widths::static_nO<L>()>
+using clone_check = std::conditional_t<
+    !std::is_same_v<typename L::In, typename L::Out>,
+    clone_types<L, expects_type<name_t<typename L::In>>, produces_type<name_t<typename L::Out>>>,
+    std::conditional_t<NI != dyn && NO != dyn && NI != NO, clone_widths<L, expects_width<NI>, produces_width<NO>>,
+                       clone_widths<ok, ok, ok>>>;
+}  // namespace check
+
 template <Model L>
 class Clone : public Layer<Clone<L>, typename L::In, typename L::Out> {
-    static_assert(std::is_same_v<typename L::In, typename L::Out>,
-                  "[tenon-E003] clone(): the layer's output type must be its input type to chain copies of it");
+    static_assert(sizeof(check::clone_check<L>) > 0);  // E003, E016
     using Base = Layer<Clone<L>, typename L::In, typename L::Out>;
     friend Base;
 
@@ -96,8 +107,22 @@ private:
 };
 
 template <Model L>
-Clone<std::remove_cvref_t<L>> clone(L&& layer, std::size_t n) {
-    return Clone<std::remove_cvref_t<L>>(layer, n);
+auto clone(L&& layer, std::size_t n) {
+    using D = std::remove_cvref_t<L>;
+    if constexpr (!std::is_same_v<check::clone_check<D>, check::clone_widths<check::ok, check::ok, check::ok>>) {
+        static_assert(sizeof(check::clone_check<D>) > 0);  // E003, E016: said here, at the call
+        return check::never<check::ok>();
+    } else {
+        return Clone<D>(layer, n);
+    }
+}
+// clone(n, layer), the arguments swapped: E007 (taken only when the second argument is a
+// model and the first is not).
+template <class N, Model L>
+    requires(!Model<N>)
+auto clone(N&&, L&&) {
+    static_assert(sizeof(check::clone_argument<check::not_a_model<check::name_t<N>>>) > 0);
+    return check::never<check::ok>();
 }
 
 }  // namespace tenon

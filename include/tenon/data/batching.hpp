@@ -5,6 +5,7 @@
 //   for (auto X : minibatch(128, X_train)) ...   (batches are returned by value)
 //   for (auto [X, Y] : multibatch(128, X_train, Y_train, shuffle)) ...
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -12,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tenon/model/diagnostics.hpp"
 #include "tenon/random.hpp"
 #include "tenon/types/array.hpp"
 
@@ -97,6 +99,50 @@ private:
     std::vector<std::size_t> order_;
 };
 
+namespace detail {
+template <class T>
+inline constexpr bool is_array_v = false;
+template <class T, std::size_t... E>
+inline constexpr bool is_array_v<Array<T, E...>> = true;
+
+// The arguments of minibatch/multibatch: the batch size, arrays, optionally `shuffle`. `bad`
+// is the position of the first argument that does not fit (the size is 0), or batch_ok.
+inline constexpr std::size_t batch_ok = static_cast<std::size_t>(-1);
+template <class Seq>
+struct batches_of;
+template <std::size_t... I>
+struct batches_of<std::index_sequence<I...>> {
+    template <std::size_t>
+    using any_array = Floats2d;
+    using type = Batches<any_array<I>...>;
+};
+template <class S, class... Args>
+struct batch_args {
+    static constexpr std::size_t n = sizeof...(Args);
+    static constexpr bool shuffled = [] {
+        const bool is_shuffle[] = {false, std::is_same_v<std::remove_cvref_t<Args>, Shuffle>...};
+        return n > 0 && is_shuffle[n];
+    }();
+    static constexpr std::size_t bad = [] {
+        if (!std::is_convertible_v<const S&, std::size_t> || is_array_v<std::remove_cvref_t<S>>) return std::size_t{0};
+        const bool is_arr[] = {false, is_array_v<std::remove_cvref_t<Args>>...};
+        const std::size_t arrays = shuffled ? n - 1 : n;
+        if (arrays == 0) return std::size_t{1};
+        for (std::size_t i = 1; i <= arrays; ++i)
+            if (!is_arr[i]) return i;
+        return batch_ok;
+    }();
+    using bad_type =
+        std::remove_cvref_t<std::tuple_element_t<bad == batch_ok ? n + 1 : bad, std::tuple<S, Args..., void>>>;
+    // What the call was meant to return (batches of as many arrays), so that a loop over it
+    // adds no error of its own after E014.
+    static constexpr std::size_t meant = std::max<std::size_t>(
+        1, n - shuffled + (is_array_v<std::remove_cvref_t<S>> ? 1 : 0));
+    using meant_type = typename batches_of<std::make_index_sequence<meant>>::type;
+};
+
+}  // namespace detail
+
 template <class T, std::size_t... E>
 Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X) {
     return {size, false, X};
@@ -106,30 +152,38 @@ Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X, Shu
     return {size, true, X};
 }
 
-namespace detail {
-template <class T>
-inline constexpr bool is_array_v = false;
-template <class T, std::size_t... E>
-inline constexpr bool is_array_v<Array<T, E...>> = true;
-}  // namespace detail
-
 template <class... Arrays>
     requires(sizeof...(Arrays) >= 1 && (detail::is_array_v<Arrays> && ...))
 Batches<Arrays...> multibatch(std::size_t size, const Arrays&... arrays) {
     return {size, false, arrays...};
 }
-template <class A>
-    requires detail::is_array_v<A>
-Batches<A> multibatch(std::size_t size, const A& a, Shuffle) {
-    return {size, true, a};
+// multibatch(size, arrays..., shuffle)
+template <class... Args>
+    requires(sizeof...(Args) >= 2 && detail::batch_args<std::size_t, Args...>::shuffled &&
+             detail::batch_args<std::size_t, Args...>::bad == detail::batch_ok)
+auto multibatch(std::size_t size, const Args&... args) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        const auto refs = std::forward_as_tuple(args...);
+        return Batches<std::tuple_element_t<I, std::tuple<Args...>>...>(size, true, std::get<I>(refs)...);
+    }(std::make_index_sequence<sizeof...(Args) - 1>{});
 }
-template <class A, class B>
-Batches<A, B> multibatch(std::size_t size, const A& a, const B& b, Shuffle) {
-    return {size, true, a, b};
+
+// Anything that is not an array where one is expected (a size left out, a std::vector): E014.
+template <class S, class... Args>
+    requires(detail::batch_args<S, Args...>::bad != detail::batch_ok)
+auto multibatch(const S&, const Args&...) {
+    using A = detail::batch_args<S, Args...>;
+    static_assert(sizeof(check::batch_argument<check::argument<A::bad>,
+                                               check::given_type<check::name_t<typename A::bad_type>>>) > 0);
+    return check::never<typename A::meant_type>();
 }
-template <class A, class B, class C>
-Batches<A, B, C> multibatch(std::size_t size, const A& a, const B& b, const C& c, Shuffle) {
-    return {size, true, a, b, c};
+template <class S, class... Args>
+    requires(sizeof...(Args) <= 2 && detail::batch_args<S, Args...>::bad != detail::batch_ok)
+auto minibatch(const S&, const Args&...) {
+    using A = detail::batch_args<S, Args...>;
+    static_assert(sizeof(check::batch_argument<check::argument<A::bad>,
+                                               check::given_type<check::name_t<typename A::bad_type>>>) > 0);
+    return check::never<typename A::meant_type>();
 }
 
 }  // namespace tenon

@@ -12,9 +12,12 @@ template <std::size_t NI = dyn>
 class LayerNorm : public Layer<LayerNorm<NI>, Floats2d, Floats2d> {
     using Base = Layer<LayerNorm<NI>, Floats2d, Floats2d>;
     friend Base;
+    // E012: a static width of 0.
+    static_assert(sizeof(check::width_check<NI, LayerNorm, check::nI>) > 0);
 
 public:
-    static constexpr std::size_t static_nO = NI, static_nI = NI;
+    // A static width of 0 fails with E012; chains then see dyn (no second error).
+    static constexpr std::size_t static_nO = NI == 0 ? dyn : NI, static_nI = static_nO;
     static constexpr float epsilon = 1e-8f;
 
     explicit LayerNorm(std::size_t nI = NI) : Base("layernorm", {{"nO", NI}, {"nI", NI}}, {"G", "b"}) {

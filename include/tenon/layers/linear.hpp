@@ -8,10 +8,13 @@ namespace tenon {
 template <std::size_t NO = dyn, std::size_t NI = dyn>
 class Linear : public detail::Dense<Linear<NO, NI>, NO, NI> {
     using Base = detail::Dense<Linear<NO, NI>, NO, NI>;
+    // E012: a static width of 0.
+    static_assert(sizeof(check::width_check<NO, Linear, check::nO>) + sizeof(check::width_check<NI, Linear, check::nI>) > 0);
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>
+        requires(NO != 0)  // not for a layer that fails E012
     using with_nI = Linear<NO, N2>;
     template <std::size_t N2>
         requires(NI != N2)

@@ -26,9 +26,14 @@ template <std::size_t NO = dyn, std::size_t NI = dyn, std::size_t NP = dyn>
 class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
     using Base = Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d>;
     friend Base;
+    // E012: a static width of 0.
+    static_assert(sizeof(check::width_check<NO, Maxout, check::nO>) + sizeof(check::width_check<NI, Maxout, check::nI>) +
+                      sizeof(check::width_check<NP, Maxout, check::nP>) >
+                  0);
 
 public:
-    static constexpr std::size_t static_nO = NO, static_nI = NI, static_nP = NP;
+    // A static width of 0 fails with E012; chains then see dyn (no second error).
+    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO, static_nI = NI == 0 ? dyn : NI, static_nP = NP;
 
     explicit Maxout(MaxoutOptions o = {})
         : Base("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {"W", "b"}),
@@ -45,6 +50,7 @@ public:
 
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>
+        requires(NO != 0 && NP != 0)  // not for a layer that fails E012
     using with_nI = Maxout<NO, N2, NP>;
     template <std::size_t N2>
         requires(NI != N2)

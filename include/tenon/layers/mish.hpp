@@ -10,10 +10,13 @@ namespace tenon {
 template <std::size_t NO = dyn, std::size_t NI = dyn>
 class Mish : public detail::Dense<Mish<NO, NI>, NO, NI> {
     using Base = detail::Dense<Mish<NO, NI>, NO, NI>;
+    // E012: a static width of 0.
+    static_assert(sizeof(check::width_check<NO, Mish, check::nO>) + sizeof(check::width_check<NI, Mish, check::nI>) > 0);
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>
+        requires(NO != 0)  // not for a layer that fails E012
     using with_nI = Mish<NO, N2>;
     template <std::size_t N2>
         requires(NI != N2)

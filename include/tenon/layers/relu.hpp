@@ -8,10 +8,13 @@ namespace tenon {
 template <std::size_t NO = dyn, std::size_t NI = dyn>
 class Relu : public detail::Dense<Relu<NO, NI>, NO, NI> {
     using Base = detail::Dense<Relu<NO, NI>, NO, NI>;
+    // E012: a static width of 0.
+    static_assert(sizeof(check::width_check<NO, Relu, check::nO>) + sizeof(check::width_check<NI, Relu, check::nI>) > 0);
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>
+        requires(NO != 0)  // not for a layer that fails E012
     using with_nI = Relu<NO, N2>;
     template <std::size_t N2>
         requires(NI != N2)

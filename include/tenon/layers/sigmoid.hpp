@@ -21,10 +21,13 @@ inline void sigmoid_backward(float* d, const float* Y, std::size_t n) {
 template <std::size_t NO = dyn, std::size_t NI = dyn>
 class Sigmoid : public detail::Dense<Sigmoid<NO, NI>, NO, NI> {
     using Base = detail::Dense<Sigmoid<NO, NI>, NO, NI>;
+    // E012: a static width of 0.
+    static_assert(sizeof(check::width_check<NO, Sigmoid, check::nO>) + sizeof(check::width_check<NI, Sigmoid, check::nI>) > 0);
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>
+        requires(NO != 0)  // not for a layer that fails E012
     using with_nI = Sigmoid<NO, N2>;
     template <std::size_t N2>
         requires(NI != N2)

@@ -26,10 +26,15 @@ template <std::size_t NO = dyn, std::size_t NI = dyn>
 class Softmax : public detail::Dense<Softmax<NO, NI>, NO, NI> {
     using Base = detail::Dense<Softmax<NO, NI>, NO, NI>;
     friend Layer<Softmax<NO, NI>, Floats2d, Floats2d>;
+    // E012: a static width of 0.
+    static_assert(sizeof(check::width_check<NO, Softmax, check::nO>) +
+                      sizeof(check::width_check<NI, Softmax, check::nI>) >
+                  0);
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>
+        requires(NO != 0)  // not for a layer that fails E012
     using with_nI = Softmax<NO, N2>;
     template <std::size_t N2>
         requires(NI != N2)

@@ -7,7 +7,16 @@
 //   error: static assertion failed: [tenon-E001] chain(): a layer's input width differs ...
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
+
+namespace tenon {
+template <class T, std::size_t... Ext>
+class Array;
+template <class T, std::size_t... Ext>
+class ArrayView;
+class Optimizer;
+}  // namespace tenon
 
 namespace tenon::check {
 
@@ -22,6 +31,81 @@ template <class T>
 struct expects_type {};
 template <class T>
 struct produces_type {};
+
+template <class T>
+struct given_type {};
+template <std::size_t I>
+struct argument {};
+template <class T>
+struct not_a_model {};
+template <class M>
+struct model {};
+struct nO {};  // which static dim, for E012
+struct nI {};
+struct nP {};
+
+// How a data type is spelt in a check's arguments: the array aliases by their names
+// (check::Floats2d rather than Array<float, 18446744073709551615, ...>), other arrays with
+// their extents spelt out (array<float, dyn_extent, extent<4>>), anything else as itself.
+struct dyn_extent {};
+template <std::size_t E>
+struct extent {};
+template <class T, class... Extents>
+struct array {};
+template <class T, class... Extents>
+struct view {};
+struct Floats1d {};
+struct Floats2d {};
+struct Floats3d {};
+struct Floats4d {};
+struct Ints1d {};
+struct Ints2d {};
+struct Keys1d {};
+struct Keys2d {};
+struct Floats1dView {};
+struct Floats2dView {};
+struct Floats3dView {};
+struct Floats1dCView {};
+struct Floats2dCView {};
+struct Floats3dCView {};
+struct Ints1dCView {};
+struct Ints2dCView {};
+
+template <std::size_t E>
+using extent_name = std::conditional_t<E == static_cast<std::size_t>(-1), dyn_extent, extent<E>>;
+template <class T>
+struct name_of {
+    using type = T;
+};
+template <class T, std::size_t... E>
+struct name_of<tenon::Array<T, E...>> {
+    using type = array<T, extent_name<E>...>;
+};
+template <class T, std::size_t... E>
+struct name_of<tenon::ArrayView<T, E...>> {
+    using type = view<T, extent_name<E>...>;
+};
+inline constexpr std::size_t dyn_ = static_cast<std::size_t>(-1);
+// clang-format off
+template <> struct name_of<tenon::Array<float, dyn_>> { using type = Floats1d; };
+template <> struct name_of<tenon::Array<float, dyn_, dyn_>> { using type = Floats2d; };
+template <> struct name_of<tenon::Array<float, dyn_, dyn_, dyn_>> { using type = Floats3d; };
+template <> struct name_of<tenon::Array<float, dyn_, dyn_, dyn_, dyn_>> { using type = Floats4d; };
+template <> struct name_of<tenon::Array<std::int32_t, dyn_>> { using type = Ints1d; };
+template <> struct name_of<tenon::Array<std::int32_t, dyn_, dyn_>> { using type = Ints2d; };
+template <> struct name_of<tenon::Array<std::uint64_t, dyn_>> { using type = Keys1d; };
+template <> struct name_of<tenon::Array<std::uint64_t, dyn_, dyn_>> { using type = Keys2d; };
+template <> struct name_of<tenon::ArrayView<float, dyn_>> { using type = Floats1dView; };
+template <> struct name_of<tenon::ArrayView<float, dyn_, dyn_>> { using type = Floats2dView; };
+template <> struct name_of<tenon::ArrayView<float, dyn_, dyn_, dyn_>> { using type = Floats3dView; };
+template <> struct name_of<tenon::ArrayView<const float, dyn_>> { using type = Floats1dCView; };
+template <> struct name_of<tenon::ArrayView<const float, dyn_, dyn_>> { using type = Floats2dCView; };
+template <> struct name_of<tenon::ArrayView<const float, dyn_, dyn_, dyn_>> { using type = Floats3dCView; };
+template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn_>> { using type = Ints1dCView; };
+template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn_, dyn_>> { using type = Ints2dCView; };
+// clang-format on
+template <class T>
+using name_t = typename name_of<std::remove_cvref_t<T>>::type;
 
 // The result when all is well: instantiating a check with `ok` arguments asserts nothing.
 struct ok {};
@@ -48,5 +132,127 @@ struct chain_types {
 };
 template <>
 struct chain_types<ok, ok, ok, ok> {};
+
+// E003: clone(layer, n) of a layer whose output data type is not its input type.
+template <class Layer, class Expects, class Produces>
+struct clone_types {
+    static_assert(always_false<Layer>,
+                  "[tenon-E003] clone(layer, n): the layer's output type must be its input type to chain copies of "
+                  "it (expects_type<T> but produces_type<U>: see the line above)");
+};
+
+// E004 (chain() with no layer) is a one-line check in combinators/chain_checks.hpp.
+
+// The value a wrong call's overload "returns" after its check has failed: declared only,
+// as such a body never compiles.
+template <class T>
+T never() noexcept;
+
+// The checks below fail whenever they are instantiated: the overload or branch that names
+// one is taken only for a wrong call. `static_assert(sizeof(check::...<...>) > 0)` shows the
+// check's arguments on the line before its sentence.
+
+// E005: a >> b where one side is a tenon model and the other is not.
+template <class Operand>
+struct chain_operand {
+    static_assert(always_false<Operand>,
+                  "[tenon-E005] a >> b: both operands must be tenon models (layers, combinators or named model "
+                  "types); one is not_a_model<T>: see the line above");
+};
+
+// E006: chain(...) with an argument that is not a tenon model.
+template <class Argument, class Operand>
+struct chain_argument {
+    static_assert(always_false<Argument>,
+                  "[tenon-E006] chain(...): every argument must be a tenon model (argument<I> is not_a_model<T>: "
+                  "see the line above)");
+};
+
+// E007: clone(n, layer): the first argument is not a tenon model but the second is.
+template <class Operand>
+struct clone_argument {
+    static_assert(always_false<Operand>,
+                  "[tenon-E007] clone(layer, n): the layer comes first, then the number of copies (as Thinc's "
+                  "clone(orig, n)); the first argument is not_a_model<T>: see the line above");
+};
+
+// E008: model.predict(X) with X of another data type than the model's input.
+template <class Expects, class Given>
+struct predict_input {
+    static_assert(always_false<Expects>,
+                  "[tenon-E008] model.predict(X): X is not of the model's input type (expects_type<T> but "
+                  "given_type<U>: see the line above)");
+};
+
+// E009: model.begin_update(X) or model(X, is_train) with X of another data type.
+template <class Expects, class Given>
+struct update_input {
+    static_assert(always_false<Expects>,
+                  "[tenon-E009] model.begin_update(X) / model(X, is_train): X is not of the model's input type "
+                  "(expects_type<T> but given_type<U>: see the line above)");
+};
+
+// E010: model.initialize(X[, Y]) with a sample of another data type than the model's input
+// (X) or output (Y).
+template <class... ExpectsGiven>
+struct initialize_sample {
+    static_assert(always_false<ExpectsGiven...>,
+                  "[tenon-E010] model.initialize(X, Y): X must be of the model's input type and Y of its output "
+                  "type (expects_type<T> but given_type<U>: see the line above)");
+};
+
+// E011: backprop(dY) with dY of another data type than the model's output.
+template <class Expects, class Given>
+struct backprop_input {
+    static_assert(always_false<Expects>,
+                  "[tenon-E011] backprop(dY): dY must be of the model's output type, the gradient of Y "
+                  "(expects_type<T> but given_type<U>: see the line above)");
+};
+
+// E012: a static width of 0 (Relu<0>, Linear<0, 5>, Maxout<10, 5, 0>, LayerNorm<0>).
+template <class Layer, class Dim>
+struct zero_width {
+    static_assert(always_false<Layer>,
+                  "[tenon-E012] a layer's static width is 0: give a width >= 1, or leave it dyn (the default) "
+                  "for initialize() to infer (zero_width<Layer, Dim>: see the line above)");
+};
+template <std::size_t W, class Layer, class Dim>
+using width_check = std::conditional_t<W == 0, zero_width<Layer, Dim>, ok>;
+
+// E013: an explicit conversion between arrays or views whose static extents differ.
+template <class To, class From>
+struct array_extents {
+    static_assert(always_false<To>,
+                  "[tenon-E013] array conversion: a static extent of the target differs from the source's "
+                  "(array_extents<Target, Source>: see the line above); make the extent dyn to check it at "
+                  "run time");
+};
+
+// E014: minibatch/multibatch with an argument that is not an array.
+template <class Argument, class Given>
+struct batch_argument {
+    static_assert(always_false<Argument>,
+                  "[tenon-E014] multibatch(size, arrays..., [shuffle]): the batch size comes first, then tenon "
+                  "arrays (argument<I> is given_type<T>: see the line above)");
+};
+
+// E015: model.finish_update(x) where x is not an Optimizer variable.
+template <class Given>
+struct optimizer_argument {
+    static_assert(always_false<Given>,
+                  "[tenon-E015] model.finish_update(optimizer): pass an Optimizer variable (Optimizer opt = "
+                  "Adam(0.001);), not a temporary, which would forget its state every step, nor a learning "
+                  "rate (given_type<T>: see the line above)");
+};
+
+// E016: clone(layer, n) of a layer whose static output width is not its input width.
+template <class Layer, class Expects, class Produces>
+struct clone_widths {
+    static_assert(always_false<Layer>,
+                  "[tenon-E016] clone(layer, n): the layer's output width differs from its input width, so its "
+                  "copies cannot be chained (expects_width<W> but produces_width<V>: see the line above)");
+};
+template <>
+struct clone_widths<ok, ok, ok> {};
 
 }  // namespace tenon::check

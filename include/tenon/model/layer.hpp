@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tenon/model/diagnostics.hpp"
 #include "tenon/model/node.hpp"
 #include "tenon/optim/optimizer.hpp"
 
@@ -30,6 +31,28 @@ struct input_view<Array<T, E...>> {
 };
 template <class T>
 using input_view_t = typename input_view<T>::type;
+
+// What begin_update and model(X, is_train) return as the backprop callback: the layer's
+// Backprop, which also names the mistake (E011) when called with dY of another data type than
+// the model's output. It converts to M::Backprop (combinators keep their children's).
+template <class M>
+struct CheckedBackprop : M::Backprop {
+    using Base = typename M::Backprop;
+    using Base::operator();
+    template <class D>
+        requires(!std::is_invocable_v<const Base&, const D&>)
+    auto operator()(const D&) const {
+        static_assert(sizeof(check::backprop_input<check::expects_type<check::name_t<typename M::Out>>,
+                                                   check::given_type<check::name_t<D>>>) > 0);
+        return check::never<decltype(std::declval<const Base&>()(std::declval<typename M::OutView>()))>();
+    }
+};
+
+// The backprop type begin_update returns for a model type M: CheckedBackprop<M> where the
+// layer's Backprop is a class that can be derived from, else M::Backprop itself.
+template <class M>
+using backprop_t = std::conditional_t<std::is_class_v<typename M::Backprop> && !std::is_final_v<typename M::Backprop>,
+                                      CheckedBackprop<M>, typename M::Backprop>;
 
 template <class Derived, class InT, class OutT>
 class Layer : public Node {
@@ -53,6 +76,22 @@ public:
         self().init_impl(&X, &Y);
         return self();
     }
+    // A sample of another data type: E010 (the overloads above take the model's types).
+    template <class X>
+        requires(!std::is_convertible_v<const X&, InView>)
+    Derived& initialize(const X&) {
+        static_assert(sizeof(check::initialize_sample<check::expects_type<check::name_t<In>>,
+                                                      check::given_type<check::name_t<X>>>) > 0);
+        return self();
+    }
+    template <class X, class Y>
+        requires(!std::is_convertible_v<const X&, InView> || !std::is_convertible_v<const Y&, OutView>)
+    Derived& initialize(const X&, const Y&) {
+        static_assert(sizeof(check::initialize_sample<
+                             check::expects_type<check::name_t<In>>, check::given_type<check::name_t<X>>,
+                             check::expects_type<check::name_t<Out>>, check::given_type<check::name_t<Y>>>) > 0);
+        return self();
+    }
     // The pointer form, for combinators that may or may not have a sample.
     Derived& initialize_from(const InView* X, const OutView* Y) {
         check_sample_rows(X, Y);
@@ -68,17 +107,45 @@ public:
     // (Y, backprop) for training; backprop(dY) returns dX and adds to the gradients.
     auto begin_update(InView X) {
         require_initialized();
-        return self().forward_impl(X, true);
+        return checked(self().forward_impl(X, true));
     }
     auto operator()(InView X, bool is_train) {
         require_initialized();
-        return self().forward_impl(X, is_train);
+        return checked(self().forward_impl(X, is_train));
+    }
+    // The same calls with X of another data type than the model's input: E008, E009.
+    template <class X>
+        requires(!std::is_convertible_v<const X&, InView>)
+    Out predict(const X&) const {
+        static_assert(sizeof(check::predict_input<check::expects_type<check::name_t<In>>,
+                                                  check::given_type<check::name_t<X>>>) > 0);
+        return check::never<Out>();
+    }
+    template <class X>
+        requires(!std::is_convertible_v<const X&, InView>)
+    auto begin_update(const X&) {
+        static_assert(sizeof(check::update_input<check::expects_type<check::name_t<In>>,
+                                                 check::given_type<check::name_t<X>>>) > 0);
+        return check::never<std::pair<Out, backprop_t<Derived>>>();
+    }
+    template <class X>
+        requires(!std::is_convertible_v<const X&, InView>)
+    auto operator()(const X&, bool) {
+        static_assert(sizeof(check::update_input<check::expects_type<check::name_t<In>>,
+                                                 check::given_type<check::name_t<X>>>) > 0);
+        return check::never<std::pair<Out, backprop_t<Derived>>>();
     }
 
     // Applies the optimizer to every parameter of this model and its descendants, then
     // zeroes the gradients (Thinc's finish_update).
     void finish_update(Optimizer& optimizer) {
         for (Node* node : walk()) node->apply_optimizer(optimizer);
+    }
+    // Anything else (a temporary optimizer, a learning rate): E015.
+    template <class O>
+        requires(!std::is_convertible_v<O&&, Optimizer&>)
+    void finish_update(O&&) {
+        static_assert(sizeof(check::optimizer_argument<check::given_type<O&&>>) > 0);
     }
 
 protected:
@@ -89,6 +156,18 @@ protected:
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 
 private:
+    // forward_impl's (Y, backprop) with the backprop wrapped to check its argument's type.
+    // (A forward_impl that returns anything else is passed through as it is.)
+    template <class P>
+    static auto checked(P&& r) {
+        using B = typename Derived::Backprop;
+        using R = backprop_t<Derived>;
+        if constexpr (std::is_same_v<std::remove_cvref_t<P>, std::pair<Out, B>> && !std::is_same_v<R, B>)
+            return std::pair<Out, R>(std::move(r.first), R{std::move(r.second)});
+        else
+            return std::forward<P>(r);
+    }
+
     // Sample X and Y are rows of the same examples: a different count means a mix-up that
     // would otherwise go unnoticed (the layers only read the widths).
     void check_sample_rows(const InView* X, const OutView* Y) const {

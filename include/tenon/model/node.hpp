@@ -187,4 +187,11 @@ private:
     bool initialized_ = false;
 };
 
+// The model tree, one node per line with its dims; a width fixed by the type is marked
+// "(static)", one not known yet is "?":
+//   relu>>relu>>softmax nO=10(static) nI=784(static)
+//     relu nO=512(static) nI=784(static)
+//     ...
+inline std::string describe(const Node& model) { return model.describe(); }
+
 }  // namespace tenon

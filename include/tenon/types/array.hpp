@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "tenon/error.hpp"
+#include "tenon/model/diagnostics.hpp"
 
 namespace tenon {
 
@@ -75,6 +76,14 @@ public:
     ArrayView(const ArrayView<U, E2...>& other)  // NOLINT(google-explicit-constructor)
         : data_(other.data()), shape_(other.shape()) {
         if constexpr (((Ext != dyn && E2 == dyn) || ...)) detail::check_extents<Ext...>(shape_);
+    }
+    // A view whose static extents differ from these: E013 when written explicitly (an
+    // implicit conversion is no candidate at all, so overload resolution is unchanged).
+    template <class U, std::size_t... E2>
+        requires(sizeof...(E2) == rank && std::is_convertible_v<U*, T*> &&
+                 !(detail::extent_compatible<Ext, E2> && ...))
+    explicit ArrayView(const ArrayView<U, E2...>&) : ArrayView() {
+        static_assert(sizeof(check::array_extents<check::name_t<ArrayView>, check::name_t<ArrayView<U, E2...>>>) > 0);
     }
 
     T* data() const noexcept { return data_; }
@@ -174,6 +183,9 @@ public:
     template <class U, std::size_t... E2>
         requires(sizeof...(E2) == rank && std::is_same_v<std::remove_const_t<U>, T>)
     explicit Array(const ArrayView<U, E2...>& v) : Array(v.shape(), uninitialized) {
+        // E013 where a static extent of the view differs from the array's.
+        if constexpr (!(detail::extent_compatible<Ext, E2> && ...))
+            static_assert(sizeof(check::array_extents<check::name_t<Array>, check::name_t<ArrayView<U, E2...>>>) > 0);
         if (size()) std::memcpy(data_.get(), v.data(), size() * sizeof(T));
     }
 
@@ -270,6 +282,15 @@ public:
                  (detail::extent_compatible<Ext, E2> && ...))
     operator ArrayView<U, E2...>() const {  // NOLINT
         return ArrayView<U, E2...>(data(), shape_);
+    }
+    // A view whose static extents differ from the array's: E013 when written explicitly
+    // (static_cast); an implicit conversion is no candidate, as above.
+    template <class U, std::size_t... E2>
+        requires(sizeof...(E2) == rank && (std::is_same_v<U, T> || std::is_same_v<U, const T>) &&
+                 !(detail::extent_compatible<Ext, E2> && ...))
+    explicit operator ArrayView<U, E2...>() const {
+        static_assert(sizeof(check::array_extents<check::name_t<ArrayView<U, E2...>>, check::name_t<Array>>) > 0);
+        return {};
     }
     auto row(std::size_t i) noexcept
         requires(rank >= 2)

@@ -44,7 +44,8 @@ class Dense : public Layer<Derived, Floats2d, Floats2d> {
     friend Base;
 
 public:
-    static constexpr std::size_t static_nO = NO, static_nI = NI;
+    // A static width of 0 fails with E012 in the layer; chains then see dyn (no second error).
+    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO, static_nI = NI == 0 ? dyn : NI;
 
     struct Backprop {
         Derived* layer = nullptr;

@@ -12,6 +12,9 @@ namespace tenon::detail {
 
 template <std::size_t N>
 class NormDropout {
+    // A layer with a static width of 0 fails with E012 itself, not in its LayerNorm.
+    static constexpr std::size_t norm_width = N == 0 ? dyn : N;
+
 public:
     NormDropout(bool normalize, std::optional<double> dropout) {
         if (normalize) norm_.emplace(N);
@@ -19,7 +22,7 @@ public:
     }
 
     struct Backprop {
-        typename LayerNorm<N>::Backprop norm;
+        typename LayerNorm<norm_width>::Backprop norm;
         Dropout::Backprop drop;
     };
 
@@ -58,7 +61,7 @@ public:
     bool has_dropout() const { return drop_.has_value(); }
 
 private:
-    std::optional<LayerNorm<N>> norm_;
+    std::optional<LayerNorm<norm_width>> norm_;
     std::optional<Dropout> drop_;
 };
 

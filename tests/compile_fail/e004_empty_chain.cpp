@@ -1,0 +1,5 @@
+// expect: tenon-E004
+#include <tenon/tenon.hpp>
+using namespace tenon;
+
+auto model = chain();

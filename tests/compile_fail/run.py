@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Compile-fail tests: each snippet must fail to compile, with the right diagnostic first.
+
+Usage: run.py --compiler g++ --include DIR [--max-lines-default 25] [-j N] FILES...
+
+A snippet starts with comment lines that say what its diagnostic must be:
+  // expect: tenon-E001        the id the first error line must contain (required)
+  // max-lines: 30             the most lines the compiler may print (default 25)
+  // expect-text: Mlp          a string the output must contain (any number of these)
+
+Each snippet is compiled with `COMPILER -std=c++20 -fsyntax-only -I DIR FILE`. It passes when
+  * the compilation fails;
+  * the first line that contains "error:" contains the expected id;
+  * every expect-text string appears in the output;
+  * the output has at most max-lines lines;
+  * neither the first error line nor an instantiation-context line that names the check
+    ("In instantiation of 'struct tenon::check::...'", clang's "in instantiation of template
+    class 'tenon::check::...' requested here") mentions a `detail::` entity: the check and
+    its arguments speak of the user's types, never of internal ones.
+"error:" rather than "error" because clang names its include chain, and tenon/error.hpp is in it.
+One line per snippet (PASS/FAIL and why), then a Catch2-style summary line
+`test cases: N | P passed | F failed`; the exit status is 1 if any snippet failed.
+Standard library only (Debian's /usr/bin/python3).
+"""
+import argparse
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import time
+
+HEADER_RE = re.compile(r"^\s*//\s*(expect|max-lines|expect-text)\s*:\s*(.*?)\s*$")
+CONTEXT_RE = re.compile(
+    r"In instantiation of|required from|required by substitution|in instantiation of|"
+    r"while substituting|while checking|requested here")
+
+
+def read_expectations(path, max_lines_default):
+    want = {"id": None, "max_lines": max_lines_default, "texts": []}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.lstrip().startswith("//"):
+                if line.strip():
+                    break  # the header is the comment block at the top
+                continue
+            m = HEADER_RE.match(line)
+            if not m:
+                continue
+            key, value = m.group(1), m.group(2)
+            if key == "expect":
+                want["id"] = value
+            elif key == "max-lines":
+                want["max_lines"] = int(value)
+            else:
+                want["texts"].append(value)
+    return want
+
+
+def check(compiler, include, path, max_lines_default, extra_flags):
+    """(passed, reason, seconds, output) for one snippet."""
+    name = os.path.basename(path)
+    try:
+        want = read_expectations(path, max_lines_default)
+    except (OSError, ValueError) as e:
+        return False, "cannot read the header: %s" % e, 0.0, ""
+    if not want["id"]:
+        return False, "no `// expect: tenon-E0NN` line", 0.0, ""
+    cmd = [compiler, "-std=c++20", "-fsyntax-only", "-fdiagnostics-color=never", "-I", include] + extra_flags + [path]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, "could not run %s: %s" % (compiler, e), time.monotonic() - start, ""
+    seconds = time.monotonic() - start
+    out = proc.stdout.decode("utf-8", "replace")
+    lines = out.splitlines()
+    if proc.returncode == 0:
+        return False, "compiled, but must not", seconds, out
+    first_error = next((l for l in lines if "error:" in l), None)
+    if first_error is None:
+        return False, "failed without an error line", seconds, out
+    if want["id"] not in first_error:
+        return False, "first error is not %s: %s" % (want["id"], first_error.strip()[:300]), seconds, out
+    missing = [t for t in want["texts"] if t not in out]
+    if missing:
+        return False, "output lacks %s" % ", ".join(repr(t) for t in missing), seconds, out
+    if len(lines) > want["max_lines"]:
+        return False, "%d lines of output, at most %d allowed" % (len(lines), want["max_lines"]), seconds, out
+    internal = [l for l in lines if "detail::" in l and
+                (l is first_error or (CONTEXT_RE.search(l) and "tenon::check::" in l))]
+    if internal:
+        return False, "a detail:: name in the instantiation context: %s" % internal[0].strip()[:300], seconds, out
+    return True, "%s in %d lines" % (want["id"], len(lines)), seconds, out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--include", required=True, help="tenon's include directory")
+    ap.add_argument("--max-lines-default", type=int, default=25)
+    ap.add_argument("-j", "--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--flag", action="append", default=[], help="an extra compiler flag (repeatable)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the output of failing snippets")
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args()
+
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(check, args.compiler, args.include, f, args.max_lines_default, args.flag)
+                   for f in args.files]
+        results = [fut.result() for fut in futures]
+    passed = 0
+    for path, (ok, reason, seconds, out) in zip(args.files, results):
+        passed += ok
+        print("%s %s (%s): %s [%.1f s]" % ("PASS" if ok else "FAIL", os.path.basename(path),
+                                          os.path.basename(args.compiler), reason, seconds))
+        if not ok and args.verbose and out:
+            print("    " + "\n    ".join(out.splitlines()))
+    failed = len(results) - passed
+    print("%s: %d snippets in %.1f s" % (args.compiler, len(results), time.monotonic() - start))
+    print("test cases: %d | %d passed | %d failed" % (len(results), passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
