@@ -2,13 +2,18 @@
 // one flat pack: chain(chain(a, b), c) and chain(a, chain(b, c)) have the type of
 // chain(a, b, c), so deep models compile in time linear in their length.
 //
-// Compile time: nothing here recurses over the layers. The layers live in a FlatTuple (one
-// class with a leaf per layer); the checks are constexpr loops over tables; initialize,
-// predict, the forward pass and the backprop of a chain whose layers all output one data
-// type (every dense stack) are run-time loops over a table of functions, one per distinct
-// layer *type* (not per position), so a 500-layer chain of five layer types compiles five
-// small functions and a loop. Only a chain whose data type changes along the way (e.g.
-// an embedding before dense layers) walks its layers by a recursion of templates.
+// Compile time (bench/compile/run.py measures a 500-layer chain): nothing here recurses
+// over the layers or folds over them (clang nests a fold as deep as its pack and stops at
+// 256). The layers live in a FlatTuple (one buffer; its constructor, destructor, copy and
+// move are loops over tables of per-type functions); the checks and width propagation are
+// constexpr loops over plain arrays; a new chain's layers are moved or copied in place
+// through a table of per-type functions; initialize, predict, the forward pass and the
+// backprop of a chain whose layers all output one data type (every dense stack) are
+// run-time loops over tables with one function per distinct layer *type*, not per
+// position: a 500-layer chain of five layer types compiles five small functions and a
+// loop, and no function grows with the number of layers (the optimiser's cost is
+// superlinear in a function's size). Only a chain whose data type changes along the way
+// (e.g. an embedding before dense layers) walks its layers by a recursion of templates.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -175,13 +180,11 @@ template <class Flags, class... Ts, class... Ss, std::size_t... I>
 struct chain_make_table<Flags, type_list<Ts...>, type_list<Ss...>, std::index_sequence<I...>> {
     static constexpr std::array<chain_make_fn, sizeof...(Ts)> value{&chain_make_layer<Ts, Ss, Flags::move[I]>...};
 };
-template <std::size_t N>
 struct chain_all_moved {
-    static constexpr std::array<bool, N> move = [] {
-        std::array<bool, N> m{};
-        m.fill(true);
-        return m;
-    }();
+    struct All {
+        constexpr bool operator[](std::size_t) const noexcept { return true; }
+    };
+    static constexpr All move{};
 };
 
 // What FlatTuple's from_source constructor takes: layer i is make[i](address, from[i]).
@@ -242,7 +245,7 @@ public:
     explicit Chain(std::tuple<Us...>&& layers)
         : Chain(detail::from_source, [&]<std::size_t... I>(std::index_sequence<I...>) {
               return detail::chain_source<N>{
-                  detail::chain_make_table<detail::chain_all_moved<N>, detail::type_list<Ls...>,
+                  detail::chain_make_table<detail::chain_all_moved, detail::type_list<Ls...>,
                                            detail::type_list<Us...>>::value.data(),
                   {static_cast<void*>(&std::get<I>(layers))...}};
           }(std::make_index_sequence<N>{})) {}
@@ -322,14 +325,14 @@ private:
     // layer that changes the width and the width-preserving ones after it (e.g. a final
     // Dropout), never a hidden layer.
     static constexpr std::size_t y_from = [] {
-        const std::array<bool, N> keeps{detail::width_preserving<Ls>...};
+        const bool keeps[] = {detail::width_preserving<Ls>..., false};
         std::size_t k = 0;
         for (std::size_t i = 0; i < N; ++i)
             if (!keeps[i]) k = i;
         return k;
     }();
     static constexpr std::size_t nI_from = [] {
-        const std::array<bool, N> keeps{detail::width_preserving<Ls>...};
+        const bool keeps[] = {detail::width_preserving<Ls>..., false};
         for (std::size_t i = 0; i < N; ++i)
             if (!keeps[i]) return i;
         return std::size_t{0};
@@ -501,6 +504,20 @@ struct rebound_chain_of<type_list<Ls...>> {
     using type = typename widths::rebound_chain<std::index_sequence_for<Ls...>, Ls...>::type;
 };
 
+// The type of chain(ms...): the flat list of layers after width propagation. For
+// `chain >> layer` (each step of a >> b >> c >> ...), the chain's layers keep their types
+// (width propagation has already run over them) and only the new layer is rebound, to the
+// chain's output width: this avoids a propagation over the whole list at every step.
+template <class Args, class... Ds>
+struct chain_type_of {
+    using type = typename rebound_chain_of<typename Args::List>::type;
+};
+template <class Args, class... Ls, class D>
+    requires(!is_chain_v<D> && !widths::flow<Ls...>::value.rebinds)
+struct chain_type_of<Args, Chain<Ls...>, D> {
+    using type = Chain<Ls..., typename widths::rebind_nI<D, Chain<Ls...>::static_nO>::type>;
+};
+
 template <class C>
 struct chain_layers;
 template <class... Ls>
@@ -510,35 +527,34 @@ struct chain_layers<Chain<Ls...>> {
 
 // The arguments of chain() as deduced (T for an rvalue, T& or const T& for an lvalue): for
 // layer i of the new chain, the argument it comes from, its index there, and whether it is
-// moved (from a non-const rvalue) or copied.
+// moved (from a non-const rvalue) or copied. (Plain arrays: see widths::flow.)
 template <class... Ms>
 struct chain_args {
     static constexpr std::size_t K = sizeof...(Ms);
-    static constexpr std::array<std::size_t, K> counts{chain_parts_of<std::remove_cvref_t<Ms>>::count...};
     static constexpr std::size_t N = [] {
+        const std::size_t counts[] = {chain_parts_of<std::remove_cvref_t<Ms>>::count..., 0};
         std::size_t n = 0;
         for (std::size_t c : counts) n += c;
         return n;
     }();
     struct Index {
-        std::array<std::size_t, N> arg{}, part{};
+        std::size_t arg[N ? N : 1]{}, part[N ? N : 1]{};
+        bool move[N ? N : 1]{};
     };
     static constexpr Index index = [] {
+        const std::size_t counts[] = {chain_parts_of<std::remove_cvref_t<Ms>>::count..., 0};
+        const bool moved[] = {(!std::is_reference_v<Ms> && !std::is_const_v<Ms>)..., false};
         Index t;
         std::size_t i = 0;
         for (std::size_t j = 0; j < K; ++j)
             for (std::size_t k = 0; k < counts[j]; ++k, ++i) {
                 t.arg[i] = j;
                 t.part[i] = k;
+                t.move[i] = moved[j];
             }
         return t;
     }();
-    static constexpr std::array<bool, N> move = [] {
-        const std::array<bool, K> moved{(!std::is_reference_v<Ms> && !std::is_const_v<Ms>)...};
-        std::array<bool, N> m{};
-        for (std::size_t i = 0; i < N; ++i) m[i] = moved[index.arg[i]];
-        return m;
-    }();
+    static constexpr const bool* move = index.move;
     using List = typename chain_flatten<any_true<is_chain_v<std::remove_cvref_t<Ms>>...>,
                                         std::remove_cvref_t<Ms>...>::type;
 };
@@ -546,7 +562,7 @@ struct chain_args {
 template <class... Ms>
 auto make_chain(Ms&&... ms) {
     using Args = chain_args<Ms...>;
-    using C = typename rebound_chain_of<typename Args::List>::type;
+    using C = typename chain_type_of<Args, std::remove_cvref_t<Ms>...>::type;
     using Make = chain_make_table<Args, typename chain_layers<C>::list, typename Args::List>;
     static constexpr std::array<void* (*)(void*, std::size_t) noexcept, Args::K> part{
         &chain_part_address<std::remove_cvref_t<Ms>>...};

@@ -21,7 +21,10 @@ public:
     explicit Linear(Linear<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
-    explicit Linear(LinearOptions o = {})
+    // Without options: out of line (see DenseOptions), so that a caller's long chain of
+    // Linear() makes no options object per layer.
+    [[gnu::noinline]] explicit Linear() : Linear(LinearOptions{}) {}
+    explicit Linear(LinearOptions o)
         : Base("linear", o.nO, o.nI, o.init_W ? o.init_W : Init(glorot_uniform_init), o.init_b, false, {}) {}
 
     void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {

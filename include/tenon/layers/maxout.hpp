@@ -35,7 +35,10 @@ public:
     // A static width of 0 fails with E012; chains then see dyn (no second error).
     static constexpr std::size_t static_nO = NO == 0 ? dyn : NO, static_nI = NI == 0 ? dyn : NI, static_nP = NP;
 
-    explicit Maxout(MaxoutOptions o = {})
+    // Without options: out of line (see DenseOptions), so that a caller's long chain of
+    // Maxout() makes no options object per layer.
+    [[gnu::noinline]] explicit Maxout() : Maxout(MaxoutOptions{}) {}
+    explicit Maxout(MaxoutOptions o)
         : Base("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {"W", "b"}),
           init_W_(o.init_W ? o.init_W : Init(glorot_uniform_init)),
           init_b_(o.init_b ? o.init_b : Init(zero_init)),

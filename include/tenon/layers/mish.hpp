@@ -24,7 +24,10 @@ public:
     static constexpr bool keeps_preactivation = true;  // the backward pass needs z
     static constexpr float threshold = 20.0f;
 
-    explicit Mish(DenseOptions o = {})
+    // Without options: out of line (see DenseOptions), so that a caller's long chain of
+    // Mish() makes no options object per layer.
+    [[gnu::noinline]] explicit Mish() : Mish(DenseOptions{}) {}
+    explicit Mish(DenseOptions o)
         : Base("mish", o.nO, o.nI, o.init_W ? o.init_W : Init(glorot_uniform_init), o.init_b, o.normalize,
                o.dropout) {}
 

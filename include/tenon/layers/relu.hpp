@@ -21,7 +21,10 @@ public:
     explicit Relu(Relu<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
-    explicit Relu(DenseOptions o = {})
+    // Without options: out of line (see DenseOptions), so that a caller's long chain of
+    // Relu() makes no options object per layer.
+    [[gnu::noinline]] explicit Relu() : Relu(DenseOptions{}) {}
+    explicit Relu(DenseOptions o)
         : Base("relu", o.nO, o.nI, o.init_W ? o.init_W : Init(glorot_uniform_init), o.init_b, o.normalize,
                o.dropout) {}
 

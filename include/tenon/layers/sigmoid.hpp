@@ -34,7 +34,10 @@ public:
     explicit Sigmoid(Sigmoid<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
-    explicit Sigmoid(LinearOptions o = {})
+    // Without options: out of line (see DenseOptions), so that a caller's long chain of
+    // Sigmoid() makes no options object per layer.
+    [[gnu::noinline]] explicit Sigmoid() : Sigmoid(LinearOptions{}) {}
+    explicit Sigmoid(LinearOptions o)
         : Base("sigmoid", o.nO, o.nI, o.init_W ? o.init_W : Init(zero_init), o.init_b, false, {}) {}
 
     void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {

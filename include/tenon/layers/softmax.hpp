@@ -41,7 +41,10 @@ public:
     explicit Softmax(Softmax<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
 
-    explicit Softmax(SoftmaxOptions o = {})
+    // Without options: out of line (see DenseOptions), so that a caller's long chain of
+    // Softmax() makes no options object per layer.
+    [[gnu::noinline]] explicit Softmax() : Softmax(SoftmaxOptions{}) {}
+    explicit Softmax(SoftmaxOptions o)
         : Base("softmax", o.nO, o.nI, o.init_W ? o.init_W : Init(zero_init), o.init_b, false, {}) {
         check_temperature(o.temperature);
         this->set_attr("softmax_normalize", o.normalize_outputs);

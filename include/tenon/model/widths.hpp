@@ -34,6 +34,12 @@ inline constexpr bool nO_is_nI = [] {
     if constexpr (requires { L::nO_is_nI; }) return bool(L::nO_is_nI); else return false;
 }();
 
+// The same as variables (computed once per layer type: cheaper in flow's tables).
+template <class L>
+inline constexpr std::size_t static_nO_v = static_nO<L>();
+template <class L>
+inline constexpr std::size_t static_nI_v = static_nI<L>();
+
 // L with its dyn nI made W, where L can be rebound; otherwise L.
 template <class L, std::size_t W>
 struct rebind_nI {
@@ -51,26 +57,33 @@ struct rebind_nI<L, W> {
 template <class... Ls>
 struct flow {
     static constexpr std::size_t N = sizeof...(Ls);
+    // (Plain arrays, here and below: GCC's constant evaluator takes several times the time
+    // and memory over std::array's operator[], which counts in a chain of hundreds.)
     struct Result {
-        std::array<std::size_t, N> incoming{};  // static width reaching layer i, or dyn
-        std::size_t bad = N;                    // first mismatching layer, or N
+        std::size_t incoming[N ? N : 1]{};  // static width reaching layer i, or dyn
+        std::size_t bad = N;                // first mismatching layer, or N
         std::size_t expects = 0, producer = 0, produces = 0;
         std::size_t outgoing = dyn;  // the static width of the sequence's output, or dyn
         std::size_t first_in = dyn;  // the static input width of the sequence, or dyn
+        bool rebinds = false;        // whether some layer gets a static nI (rebind_nI)
     };
     static constexpr Result value = [] {
         Result r;
-        const std::size_t outs[] = {static_nO<Ls>()...};
-        const std::size_t ins[] = {static_nI<Ls>()...};
-        const bool keeps[] = {width_preserving<Ls>...};
-        const bool rebind[] = {rebindable<Ls>...};
-        const bool follows[] = {nO_is_nI<Ls>...};
+        // (One element more than the layers, so that no array is empty.)
+        const std::size_t outs[] = {static_nO_v<Ls>..., dyn};
+        const std::size_t ins[] = {static_nI_v<Ls>..., dyn};
+        const bool keeps[] = {width_preserving<Ls>..., false};
+        const bool rebind[] = {rebindable<Ls>..., false};
+        const bool follows[] = {nO_is_nI<Ls>..., false};
         std::size_t w = dyn, from = 0;
         bool seen_width_changer = false;
         for (std::size_t i = 0; i < N; ++i) {
             r.incoming[i] = w;
             std::size_t in = ins[i];
-            if (in == dyn && rebind[i]) in = w;
+            if (in == dyn && rebind[i]) {
+                in = w;
+                if (w != dyn) r.rebinds = true;
+            }
             if (!seen_width_changer && !keeps[i]) {
                 seen_width_changer = true;
                 r.first_in = in;
