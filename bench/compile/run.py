@@ -13,6 +13,8 @@ the load average is printed before and after.
       -O2 -fsyntax-only
   (d) the same chain with a width mismatch at layer 400: lines of diagnostics from g++
       and clang++ (and the longest line)
+  (e) the same 500 layers written l1 >> l2 >> ... >> l500, -O0 -fsyntax-only: every step
+      makes a chain type (of 1, 2, ... 500 layers), so this one is quadratic
 
 Budgets (the issue): (a) -O2 <= 2.5 s, (b) <= 5 s, (c) <= 60 s and <= 2 GB with the
 default -ftemplate-depth, (d) <= 40 lines.
@@ -91,7 +93,7 @@ def diag_lines(cmd, timeout):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", default="a,b,c,d")
+    ap.add_argument("--only", default="a,b,c,d,e")
     ap.add_argument("--layers", type=int, default=500)
     ap.add_argument("--bad-at", type=int, default=400)
     ap.add_argument("--cxx", default="g++")
@@ -118,6 +120,8 @@ def main():
     subprocess.run([sys.executable, gen, chain_src, "--layers", str(a.layers)], check=True)
     subprocess.run([sys.executable, gen, bad_src, "--layers", str(a.layers), "--bad-at", str(a.bad_at)],
                    check=True)
+    ops_src = os.path.join(work, f"chain{a.layers}_ops.cpp")
+    subprocess.run([sys.executable, gen, ops_src, "--layers", str(a.layers), "--style", "ops"], check=True)
 
     cxx = [a.cxx]
     version = subprocess.run(cxx + ["--version"], stdout=subprocess.PIPE, text=True).stdout.splitlines()[0]
@@ -137,6 +141,9 @@ def main():
         cases += [(f"{n}-layer chain  -O0", f"chain{n}_O0", cxx + base + ["-O0", "-c", chain_src, "-o", obj], 60.0, 2048.0),
                   (f"{n}-layer chain  -O2", f"chain{n}_O2", cxx + base + ["-O2", "-c", chain_src, "-o", obj], 60.0, 2048.0),
                   (f"{n}-layer chain  -O2 -fsyntax-only", f"chain{n}_syntax", cxx + base + ["-O2", "-fsyntax-only", chain_src], 60.0, 2048.0)]
+    if "e" in only:
+        cases += [(f"{n} layers l1 >> l2 >> ...  -O0 -fsyntax-only", f"chain{n}_ops_syntax",
+                   cxx + base + ["-O0", "-fsyntax-only", ops_src], 60.0, 2048.0)]
 
     records, table = [], []
     for label, fig, cmd, budget_s, budget_mb in cases:

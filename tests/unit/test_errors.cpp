@@ -348,3 +348,12 @@ TEST_CASE("errors: IDX files with a bad header", "[errors][data]") {
     CHECK_THROWS_WITH(read_idx_labels(truncated), Contains("expected 5 bytes") && Contains("found 2"));
     CHECK(error_id([&] { read_idx_images(tmp.path.string() + "/missing"); }) == "tenon-E140");
 }
+
+TEST_CASE("errors: a chain whose widths are dyn in the types fails at initialize with E001", "[errors]") {
+    // The first layer's nO is a run-time value, so the mismatch cannot be seen at compile time.
+    auto m = Relu<>({.nO = 512}) >> Relu<10, 256>();
+    CHECK_THROWS_WITH(m.initialize(Floats2d({2, 784})),
+                      Contains("[tenon-E001] chain(): relu expects input width 256 but the layer before it produces 512"));
+    auto m2 = Relu<>({.nO = 512, .nI = 784}) >> Relu<10, 256>();
+    CHECK_THROWS_WITH(m2.initialize(), Contains("tenon-E001") && Contains("256") && Contains("512"));
+}

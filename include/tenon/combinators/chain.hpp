@@ -102,6 +102,15 @@ struct chain_ends<L0, Ls...> {
 // layer behind a plain function pointer, for the loops of a homogeneous chain.
 template <class L, class XV, class YV>
 void chain_init_layer(L& l, const XV* X, const YV* y, std::size_t& width) {
+    // The run-time counterpart of E001, for widths that are dyn in the types.
+    if constexpr (requires { X->shape(1); }) {
+        const std::size_t produced = X ? X->shape(1) : width;
+        if (produced != dyn && l.has_dim("nI") && l.get_dim("nI") != produced)
+            throw ShapeError("chain(): " + l.name() + " expects input width " + std::to_string(l.get_dim("nI")) +
+                                 (width != dyn ? " but the layer before it produces " : " but its input has width ") +
+                                 std::to_string(produced),
+                             "tenon-E001");
+    }
     if (!X && width != dyn && !l.has_dim("nI")) {
         const auto names = l.dim_names();
         for (const auto& n : names)
