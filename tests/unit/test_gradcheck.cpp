@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tenon/tenon.hpp"
+#include "unit/helpers.hpp"
 
 using namespace tenon;
 
@@ -22,12 +23,7 @@ namespace {
 
 constexpr std::uint64_t kMaskSeed = 0xD50;  // reseeded before every forward: dropout masks stay fixed
 
-Floats2d random_array(std::size_t rows, std::size_t cols, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
-    Rng rng(seed);
-    Floats2d a({rows, cols}, uninitialized);
-    for (float& v : a) v = static_cast<float>(rng.uniform(lo, hi));
-    return a;
-}
+using testing::random_array;
 
 // A scalar function of the model's output and its gradient (what backprop receives).
 struct Objective {

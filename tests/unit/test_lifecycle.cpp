@@ -10,17 +10,13 @@
 #include <vector>
 
 #include "tenon/tenon.hpp"
+#include "unit/helpers.hpp"
 
 using namespace tenon;
 using Catch::Matchers::Contains;
 
 namespace {
-Floats2d random_array(std::size_t rows, std::size_t cols, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
-    Rng rng(seed);
-    Floats2d a({rows, cols}, uninitialized);
-    for (float& v : a) v = static_cast<float>(rng.uniform(lo, hi));
-    return a;
-}
+using testing::random_array;
 
 std::vector<float> values(CParamView p) { return {p.begin(), p.end()}; }
 
