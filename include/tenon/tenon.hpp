@@ -3,6 +3,7 @@
 #include "tenon/error.hpp"
 #include "tenon/random.hpp"
 #include "tenon/types/array.hpp"
+#include "tenon/types/sequences.hpp"
 #include "tenon/model/node.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/init/init.hpp"

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <tenon/tenon.hpp>
 
+#include "oracle/case.hpp"
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -13,115 +15,9 @@
 #include <vector>
 
 using namespace tenon;
+using namespace tenon::oracle;
 
 namespace {
-
-struct Stored {
-    std::vector<std::size_t> shape;
-    std::vector<float> values;
-};
-
-class Case {
-public:
-    explicit Case(const std::string& name) : name_(name) {
-        const std::string path = std::string(TENON_ORACLE_DIR) + "/" + name + ".txt";
-        std::ifstream in(path);
-        if (!in) FAIL("missing oracle case file " << path << " (run the build: it generates them with Thinc)");
-        std::string line;
-        while (std::getline(in, line)) {
-            std::istringstream head(line);
-            std::string kind, key;
-            head >> kind;
-            if (kind != "array") continue;
-            std::size_t rank = 0;
-            head >> key >> rank;
-            Stored s;
-            s.shape.resize(rank);
-            std::size_t n = 1;
-            for (auto& d : s.shape) {
-                head >> d;
-                n *= d;
-            }
-            std::getline(in, line);
-            std::istringstream vals(line);
-            s.values.resize(n);
-            for (auto& v : s.values) vals >> v;
-            arrays_[key] = std::move(s);
-        }
-    }
-    bool has(const std::string& key) const { return arrays_.count(key) > 0; }
-    const Stored& get(const std::string& key) const {
-        auto it = arrays_.find(key);
-        if (it == arrays_.end()) FAIL("oracle case " << name_ << " has no array '" << key << "'");
-        return it->second;
-    }
-    Floats2d f2(const std::string& key) const {
-        const auto& s = get(key);
-        REQUIRE(s.shape.size() == 2);
-        Floats2d a({s.shape[0], s.shape[1]}, uninitialized);
-        std::copy(s.values.begin(), s.values.end(), a.data());
-        return a;
-    }
-    Ints1d labels(const std::string& key) const {
-        const auto& s = get(key);
-        Ints1d a({s.values.size()}, uninitialized);
-        for (std::size_t i = 0; i < s.values.size(); ++i) a[i] = static_cast<std::int32_t>(std::lround(s.values[i]));
-        return a;
-    }
-    float scalar(const std::string& key) const { return get(key).values.at(0); }
-    CParamView param(const std::string& key) const {
-        const auto& s = get(key);
-        CParamView v;
-        v.data = s.values.data();
-        v.rank = s.shape.size();
-        for (std::size_t i = 0; i < v.rank; ++i) v.shape[i] = s.shape[i];
-        return v;
-    }
-
-private:
-    std::string name_;
-    std::map<std::string, Stored> arrays_;
-};
-
-// Every value within rtol * |expected| + atol, and the shapes equal.
-template <class Got>
-    requires requires(const Got& g) { g.data(); }
-void check_close(const Case& c, const std::string& key, const Got& got, double rtol = 1e-5, double atol = 1e-6) {
-    const auto& want = c.get(key);
-    std::size_t n = 1;
-    for (auto d : want.shape) n *= d;
-    INFO("array " << key);
-    REQUIRE(got.size() == n);
-    const float* g = got.data();
-    std::size_t bad = 0;
-    double worst = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const double e = want.values[i], d = std::abs(double(g[i]) - e);
-        if (!(d <= rtol * std::abs(e) + atol)) {
-            ++bad;
-            worst = std::max(worst, d);
-        }
-    }
-    INFO(bad << " of " << n << " values differ; worst absolute difference " << worst);
-    CHECK(bad == 0);
-}
-void check_close(const Case& c, const std::string& key, const CParamView& got, double rtol = 1e-5,
-                 double atol = 1e-6) {
-    struct {
-        const float* p;
-        std::size_t n;
-        const float* data() const { return p; }
-        std::size_t size() const { return n; }
-    } v{got.data, got.size()};
-    check_close(c, key, v, rtol, atol);
-}
-
-Node* child_named(Node& model, const std::string& name) {
-    for (Node* n : model.walk())
-        if (n->name() == name && n != &model) return n;
-    FAIL("model " << model.name() << " has no child named " << name);
-    return nullptr;
-}
 
 // The standard single-layer case: set the weights, run forward and backward, compare.
 template <class M>
