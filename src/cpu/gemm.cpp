@@ -1,8 +1,18 @@
-// Picks the GEMM kernel for this CPU once, at first use.
+// Picks the GEMM kernel for this CPU once, at first use, and splits a product over the
+// worker threads (include/tenon/backend/cpu/threads.hpp).
+//
+// Kernels, best first: tenon's packed SGEMM for x86-64-v4 (AVX-512) and for x86-64-v3
+// (AVX2 + FMA) (src/cpu/sgemm_packed.hpp), and Eigen's product compiled for plain x86-64
+// (any CPU). TENON_GEMM_TARGET=x86-64-v4 | x86-64-v3 | generic | eigen-v3 in the environment
+// forces one (where the CPU has it); eigen-v3 is Eigen compiled for x86-64-v3, kept to
+// compare with.
 #include "tenon/backend/cpu/gemm.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+
+#include "tenon/backend/cpu/threads.hpp"
 
 namespace tenon::cpu {
 
@@ -13,33 +23,108 @@ void sgemm_generic(bool, bool, std::size_t, std::size_t, std::size_t, float, con
 #if TENON_HAVE_X86_64_V3
 void sgemm_x86_64_v3(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
                      const float*, std::size_t, float, float*, std::size_t);
+void sgemm_packed_avx2(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
+                       const float*, std::size_t, float, float*, std::size_t);
+#endif
+#if TENON_HAVE_X86_64_V4
+void sgemm_packed_avx512(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
+                         const float*, std::size_t, float, float*, std::size_t);
 #endif
 
 namespace {
 struct Choice {
     GemmFn fn;
     const char* name;
+    bool splits;  // whether the result is the same for any split of C (tenon's kernels)
 };
 Choice choose() {
     const char* forced = std::getenv("TENON_GEMM_TARGET");
-    const bool generic_only = forced && std::strcmp(forced, "generic") == 0;
-#if TENON_HAVE_X86_64_V3
+    auto wants = [&](const char* name) { return !forced || std::strcmp(forced, name) == 0; };
+#if TENON_HAVE_X86_64_V3 || TENON_HAVE_X86_64_V4
     __builtin_cpu_init();
-    if (!generic_only && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return {sgemm_x86_64_v3, "x86-64-v3"};
 #endif
-    (void)generic_only;
-    return {sgemm_generic, "generic"};
+#if TENON_HAVE_X86_64_V4
+    if (wants("x86-64-v4") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+        return {sgemm_packed_avx512, "x86-64-v4", true};
+#endif
+#if TENON_HAVE_X86_64_V3
+    const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (v3 && forced && std::strcmp(forced, "eigen-v3") == 0) return {sgemm_x86_64_v3, "eigen-v3", false};
+    if (v3 && wants("x86-64-v3")) return {sgemm_packed_avx2, "x86-64-v3", true};
+#endif
+    (void)wants;
+    return {sgemm_generic, "generic", false};
 }
 const Choice& chosen() {
     static const Choice c = choose();
     return c;
 }
+
+// Below this many multiply-adds a product runs on one thread (waking a worker costs ~1 us).
+constexpr std::size_t kParallelWork = std::size_t{1} << 16;
+// Splits of C's columns are multiples of this (a multiple of every kernel's tile width and
+// vector length, so that each value is computed the same way in every split).
+constexpr std::size_t kColumnAlign = 32;
+
+struct Job {
+    GemmFn fn;
+    bool ta, tb;
+    std::size_t m, n, k;
+    float alpha;
+    const float* a;
+    std::size_t lda;
+    const float* b;
+    std::size_t ldb;
+    float beta;
+    float* c;
+    std::size_t ldc;
+    bool by_rows;
+    std::size_t step, parts;
+};
+
+void run_part(std::size_t part, void* ctx) {
+    const Job& j = *static_cast<const Job*>(ctx);
+    const std::size_t total = j.by_rows ? j.m : j.n;
+    const std::size_t begin = part * j.step, end = std::min(total, begin + j.step);
+    if (begin >= end) return;
+    if (j.by_rows) {
+        const float* a = j.ta ? j.a + begin : j.a + begin * j.lda;
+        j.fn(j.ta, j.tb, end - begin, j.n, j.k, j.alpha, a, j.lda, j.b, j.ldb, j.beta, j.c + begin * j.ldc, j.ldc);
+    } else {
+        const float* b = j.tb ? j.b + begin * j.ldb : j.b + begin;
+        j.fn(j.ta, j.tb, j.m, end - begin, j.k, j.alpha, j.a, j.lda, b, j.ldb, j.beta, j.c + begin, j.ldc);
+    }
+}
 }  // namespace
 
 void sgemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
            const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
-    chosen().fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    const Choice& ch = chosen();
+    const std::size_t threads = ch.splits ? num_threads() : 1;
+    if (threads <= 1 || m * n * k < kParallelWork) {
+        ch.fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    // Split the longer side of C. Rows only where the kernel takes the same path for a part
+    // as for the whole (the packed path: more than 4 rows in every part).
+    Job j{ch.fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false, 0, 0};
+    const std::size_t col_parts = (n + kColumnAlign - 1) / kColumnAlign;
+    j.by_rows = m > 4 * threads && m >= n;
+    if (j.by_rows) {
+        j.step = (m + threads - 1) / threads;
+        if (j.step <= 4) j.step = 5;
+        j.parts = (m + j.step - 1) / j.step;
+    } else {
+        const std::size_t per = (col_parts + threads - 1) / threads;
+        j.step = per * kColumnAlign;
+        j.parts = (n + j.step - 1) / j.step;
+    }
+    if (j.parts <= 1) {
+        ch.fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    parallel_run(j.parts, run_part, &j);
 }
 
 const char* gemm_target() { return chosen().name; }

@@ -384,36 +384,3 @@ TEST_CASE("layers: predict may run on several threads at once", "[layers]") {
     for (auto& th : threads) th.join();
     for (int v : ok) CHECK(v == 1);
 }
-
-TEST_CASE("layers: the CPU matrix product", "[layers][gemm]") {
-    // C = alpha op(A) op(B) + beta C for every transpose combination, against a plain loop.
-    const std::size_t m = 13, n = 17, k = 11;
-    for (bool ta : {false, true})
-        for (bool tb : {false, true})
-            for (float beta : {0.0f, 1.0f, 0.5f}) {
-                const Floats2d A = ta ? random_array(k, m, 1) : random_array(m, k, 1);
-                const Floats2d B = tb ? random_array(n, k, 2) : random_array(k, n, 2);
-                Floats2d C = random_array(m, n, 3);
-                const Floats2d C0 = C;
-                const float alpha = 0.75f;
-                cpu::sgemm(ta, tb, m, n, k, alpha, A.data(), ta ? m : k, B.data(), tb ? k : n, beta, C.data(), n);
-                for (std::size_t i = 0; i < m; ++i)
-                    for (std::size_t j = 0; j < n; ++j) {
-                        double s = 0;
-                        for (std::size_t p = 0; p < k; ++p)
-                            s += double(ta ? A(p, i) : A(i, p)) * double(tb ? B(j, p) : B(p, j));
-                        const double want = alpha * s + beta * C0(i, j);
-                        INFO("ta=" << ta << " tb=" << tb << " beta=" << beta);
-                        REQUIRE(C(i, j) == Approx(want).margin(1e-5));
-                    }
-            }
-    // k = 0: C = beta C; m = 0 or n = 0: nothing.
-    Floats2d C({2, 2}, {1, 2, 3, 4});
-    cpu::sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 1.0f, C.data(), 2);
-    CHECK(C(1, 1) == 4.0f);
-    cpu::sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 0.0f, C.data(), 2);
-    CHECK(C(1, 1) == 0.0f);
-    cpu::sgemm(false, false, 0, 2, 3, 1.0f, nullptr, 3, nullptr, 2, 0.0f, nullptr, 2);
-    const std::string target = cpu::gemm_target();
-    CHECK((target == "generic" || target == "x86-64-v3"));
-}

@@ -1,0 +1,285 @@
+// Body of tenon's own single-thread SGEMM for one x86 target, included by
+// sgemm_avx2.cpp (compiled with -march=x86-64-v3) and sgemm_avx512.cpp (-march=x86-64-v4),
+// which define TENON_SGEMM_FN and TENON_SGEMM_AVX512 (0/1).
+//
+// Row-major C(m x n) = alpha * op(A)(m x k) * op(B)(k x n) + beta * C. The classic
+// blocked scheme (Goto / BLIS): a KC x NC block of op(B) is packed into panels NR columns
+// wide, an MC x KC block of op(A) into panels MR rows high, and a register-blocked
+// micro-kernel computes each MR x NR tile of C with one fused multiply-add per element and
+// step of k, loading NR/VL vectors of B and broadcasting MR values of A. The sum over k
+// runs in the same order for every tile and every split of the work, so the result does not
+// depend on how the caller splits C across threads.
+//
+// Small m (a batch of 1-4 rows: serving) skips the packing: dot products of rows
+// (op(B) = B^T, the dense layers' forward) or scaled row sums (op(B) = B), streaming B once.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+namespace tenon::cpu {
+namespace {
+
+#if TENON_SGEMM_AVX512
+using V = __m512;
+constexpr std::size_t VL = 16;
+constexpr std::size_t MR = 12;
+inline V vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
+inline V vset1(float x) { return _mm512_set1_ps(x); }
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+inline float vsum(V v) {  // (not _mm512_reduce_add_ps or the 512->256 cast: GCC 12 warns inside them)
+    const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+#else
+using V = __m256;
+constexpr std::size_t VL = 8;
+constexpr std::size_t MR = 6;
+inline V vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
+inline V vset1(float x) { return _mm256_set1_ps(x); }
+inline V vzero() { return _mm256_setzero_ps(); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline float vsum(V v) {
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+#endif
+constexpr std::size_t NV = 2;  // vectors per row of a tile
+constexpr std::size_t NR = NV * VL;
+constexpr std::size_t KC = 256;           // a B panel (KC x NR) stays in L1
+constexpr std::size_t MC = MR * (120 / MR);  // an A block (MC x KC) stays in L2
+constexpr std::size_t NC = NR * 64;       // a B block (KC x NC) stays in L2
+
+struct Operands {
+    bool ta, tb;
+    const float* a;
+    std::size_t lda;
+    const float* b;
+    std::size_t ldb;
+    float at(bool t, const float* p, std::size_t ld, std::size_t r, std::size_t c) const {
+        return t ? p[c * ld + r] : p[r * ld + c];
+    }
+};
+
+// op(A)[i0 + r, p0 + p] for r < mc, p < kc, as panels of MR rows (zero rows past mc).
+void pack_a(const Operands& o, std::size_t i0, std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
+    for (std::size_t r0 = 0; r0 < mc; r0 += MR) {
+        const std::size_t rows = std::min(MR, mc - r0);
+        if (o.ta) {
+            // op(A) = A^T: the MR values for a step p are contiguous in A.
+            for (std::size_t p = 0; p < kc; ++p) {
+                const float* src = o.a + (p0 + p) * o.lda + i0 + r0;
+                float* d = dst + p * MR;
+                std::size_t r = 0;
+                for (; r < rows; ++r) d[r] = src[r];
+                for (; r < MR; ++r) d[r] = 0.0f;
+            }
+        } else {
+            const float* rowp[MR];
+            for (std::size_t r = 0; r < MR; ++r) rowp[r] = r < rows ? o.a + (i0 + r0 + r) * o.lda + p0 : nullptr;
+            for (std::size_t p = 0; p < kc; ++p) {
+                float* d = dst + p * MR;
+                for (std::size_t r = 0; r < MR; ++r) d[r] = rowp[r] ? rowp[r][p] : 0.0f;
+            }
+        }
+        dst += kc * MR;
+    }
+}
+
+// op(B)[p0 + p, j0 + c] for p < kc, c < nc, as panels of NR columns (zero columns past nc).
+void pack_b(const Operands& o, std::size_t p0, std::size_t kc, std::size_t j0, std::size_t nc, float* dst) {
+    for (std::size_t c0 = 0; c0 < nc; c0 += NR) {
+        const std::size_t cols = std::min(NR, nc - c0);
+        if (!o.tb) {
+            for (std::size_t p = 0; p < kc; ++p) {
+                const float* src = o.b + (p0 + p) * o.ldb + j0 + c0;
+                float* d = dst + p * NR;
+                if (cols == NR) {
+                    for (std::size_t v = 0; v < NV; ++v) vstore(d + v * VL, vload(src + v * VL));
+                } else {
+                    std::size_t c = 0;
+                    for (; c < cols; ++c) d[c] = src[c];
+                    for (; c < NR; ++c) d[c] = 0.0f;
+                }
+            }
+        } else {
+            // op(B) = B^T (a dense layer's W): NR rows of B read side by side.
+            for (std::size_t c = 0; c < NR; ++c) {
+                if (c < cols) {
+                    const float* src = o.b + (j0 + c0 + c) * o.ldb + p0;
+                    for (std::size_t p = 0; p < kc; ++p) dst[p * NR + c] = src[p];
+                } else {
+                    for (std::size_t p = 0; p < kc; ++p) dst[p * NR + c] = 0.0f;
+                }
+            }
+        }
+        dst += kc * NR;
+    }
+}
+
+// C[0:rows, 0:cols] = alpha * Ap * Bp (+ C when `accumulate`: a later block of k, or
+// beta != 0, which the caller has applied already) for one MR x NR tile.
+inline void micro_kernel(std::size_t kc, const float* __restrict Ap, const float* __restrict Bp, float* C,
+                         std::size_t ldc, float alpha, bool accumulate, std::size_t rows, std::size_t cols) {
+    V acc[MR][NV];
+    for (std::size_t i = 0; i < MR; ++i)
+        for (std::size_t v = 0; v < NV; ++v) acc[i][v] = vzero();
+    for (std::size_t p = 0; p < kc; ++p) {
+        V b[NV];
+        for (std::size_t v = 0; v < NV; ++v) b[v] = vload(Bp + p * NR + v * VL);
+#pragma GCC unroll 16
+        for (std::size_t i = 0; i < MR; ++i) {
+            const V a = vset1(Ap[p * MR + i]);
+            for (std::size_t v = 0; v < NV; ++v) acc[i][v] = vfma(a, b[v], acc[i][v]);
+        }
+    }
+    const V va = vset1(alpha);
+    if (rows == MR && cols == NR) {
+        for (std::size_t i = 0; i < MR; ++i)
+            for (std::size_t v = 0; v < NV; ++v) {
+                float* c = C + i * ldc + v * VL;
+                vstore(c, accumulate ? vfma(va, acc[i][v], vload(c)) : vmul(va, acc[i][v]));
+            }
+        return;
+    }
+    // An edge tile: the same arithmetic on a copy of the valid part of C (so that a value does
+    // not depend on whether its tile is full, i.e. on how the caller split C).
+    alignas(64) float tile[MR * NR] = {};
+    if (accumulate)
+        for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < cols; ++j) tile[i * NR + j] = C[i * ldc + j];
+    for (std::size_t i = 0; i < MR; ++i)
+        for (std::size_t v = 0; v < NV; ++v) {
+            float* t = tile + i * NR + v * VL;
+            vstore(t, accumulate ? vfma(va, acc[i][v], vload(t)) : vmul(va, acc[i][v]));
+        }
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) C[i * ldc + j] = tile[i * NR + j];
+}
+
+// Per-thread packing buffers: allocated at the first call, reused after (no allocation).
+float* buffer(std::vector<float>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
+void scale_c(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc) {
+    for (std::size_t i = 0; i < m; ++i) {
+        float* row = c + i * ldc;
+        if (beta == 0.0f) std::fill(row, row + n, 0.0f);
+        else if (beta != 1.0f)
+            for (std::size_t j = 0; j < n; ++j) row[j] *= beta;
+    }
+}
+
+// m <= 4 without packing. op(B) = B^T: C[i, j] = dot(op(A) row i, B row j).
+void small_m(const Operands& o, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta, float* c,
+             std::size_t ldc) {
+    static thread_local std::vector<float> arows;
+    const float* A[4];
+    if (o.ta) {  // gather op(A)'s rows (columns of A) once
+        float* buf = buffer(arows, m * k);
+        for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t p = 0; p < k; ++p) buf[i * k + p] = o.a[p * o.lda + i];
+            A[i] = buf + i * k;
+        }
+    } else {
+        for (std::size_t i = 0; i < m; ++i) A[i] = o.a + i * o.lda;
+    }
+    auto finish = [&](float& out, float sum) { out = beta == 0.0f ? alpha * sum : alpha * sum + beta * out; };
+    if (o.tb) {
+        std::size_t j = 0;
+        for (; j + 4 <= n; j += 4) {  // 4 rows of B against every row of op(A)
+            const float* B0 = o.b + j * o.ldb;
+            for (std::size_t i = 0; i < m; ++i) {
+                V s0 = vzero(), s1 = vzero(), s2 = vzero(), s3 = vzero();
+                std::size_t p = 0;
+                for (; p + VL <= k; p += VL) {
+                    const V x = vload(A[i] + p);
+                    s0 = vfma(x, vload(B0 + p), s0);
+                    s1 = vfma(x, vload(B0 + o.ldb + p), s1);
+                    s2 = vfma(x, vload(B0 + 2 * o.ldb + p), s2);
+                    s3 = vfma(x, vload(B0 + 3 * o.ldb + p), s3);
+                }
+                float t[4] = {vsum(s0), vsum(s1), vsum(s2), vsum(s3)};
+                for (; p < k; ++p)
+                    for (std::size_t q = 0; q < 4; ++q) t[q] += A[i][p] * B0[q * o.ldb + p];
+                for (std::size_t q = 0; q < 4; ++q) finish(c[i * ldc + j + q], t[q]);
+            }
+        }
+        for (; j < n; ++j) {
+            const float* Bj = o.b + j * o.ldb;
+            for (std::size_t i = 0; i < m; ++i) {
+                V s = vzero();
+                std::size_t p = 0;
+                for (; p + VL <= k; p += VL) s = vfma(vload(A[i] + p), vload(Bj + p), s);
+                float t = vsum(s);
+                for (; p < k; ++p) t += A[i][p] * Bj[p];
+                finish(c[i * ldc + j], t);
+            }
+        }
+        return;
+    }
+    // op(B) = B: row i of C is the sum over p of op(A)[i, p] * B row p.
+    scale_c(m, n, beta, c, ldc);
+    for (std::size_t i = 0; i < m; ++i) {
+        float* ci = c + i * ldc;
+        for (std::size_t p = 0; p < k; ++p) {
+            const float s = alpha * A[i][p];
+            const float* Bp = o.b + p * o.ldb;
+            const V vs = vset1(s);
+            std::size_t j = 0;
+            for (; j + VL <= n; j += VL) vstore(ci + j, vfma(vs, vload(Bp + j), vload(ci + j)));
+            for (; j < n; ++j) ci[j] += s * Bp[j];
+        }
+    }
+}
+
+}  // namespace
+
+void TENON_SGEMM_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                    const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+                    std::size_t ldc) {
+    if (m == 0 || n == 0) return;
+    const Operands o{trans_a, trans_b, a, lda, b, ldb};
+    if (k == 0 || alpha == 0.0f) {
+        scale_c(m, n, beta, c, ldc);
+        return;
+    }
+    if (m <= 4) {
+        small_m(o, m, n, k, alpha, beta, c, ldc);
+        return;
+    }
+    if (beta != 0.0f && beta != 1.0f) scale_c(m, n, beta, c, ldc);
+    static thread_local std::vector<float> abuf, bbuf;
+    float* Ap = buffer(abuf, MC * KC);
+    float* Bp = buffer(bbuf, KC * NC);
+    for (std::size_t jc = 0; jc < n; jc += NC) {
+        const std::size_t nc = std::min(NC, n - jc);
+        for (std::size_t pc = 0; pc < k; pc += KC) {
+            const std::size_t kc = std::min(KC, k - pc);
+            const bool accumulate = pc > 0 || beta != 0.0f;
+            pack_b(o, pc, kc, jc, nc, Bp);
+            for (std::size_t ic = 0; ic < m; ic += MC) {
+                const std::size_t mc = std::min(MC, m - ic);
+                pack_a(o, ic, mc, pc, kc, Ap);
+                for (std::size_t jr = 0; jr < nc; jr += NR)
+                    for (std::size_t ir = 0; ir < mc; ir += MR)
+                        micro_kernel(kc, Ap + ir * kc, Bp + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                                     accumulate, std::min(MR, mc - ir), std::min(NR, nc - jr));
+            }
+        }
+    }
+}
+
+}  // namespace tenon::cpu

@@ -1,0 +1,116 @@
+// The CPU matrix product (src/cpu/gemm.cpp and the kernels it picks) against a plain
+// double-precision reference, for every transpose combination, alpha/beta, edge sizes around
+// the kernels' tiles and blocks, strided leading dimensions; and the same bits for every
+// thread count (determinism). meson runs this program once per kernel target
+// (TENON_GEMM_TARGET), so each kernel the machine has is checked.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tenon/backend/cpu/gemm.hpp"
+#include "tenon/backend/cpu/threads.hpp"
+#include "tenon/random.hpp"
+
+using namespace tenon;
+
+namespace {
+struct Problem {
+    bool ta, tb;
+    std::size_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    std::vector<float> a, b, c;
+};
+Problem make(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta,
+             std::size_t pad, std::uint64_t seed) {
+    Problem p{ta, tb, m, n, k, (ta ? m : k) + pad, (tb ? k : n) + pad, n + pad, alpha, beta, {}, {}, {}};
+    Rng rng(seed);
+    auto fill = [&](std::vector<float>& v, std::size_t size) {
+        v.resize(size);
+        for (float& x : v) x = static_cast<float>(rng.uniform(-1.0, 1.0));
+    };
+    fill(p.a, (ta ? k : m) * p.lda);
+    fill(p.b, (tb ? n : k) * p.ldb);
+    fill(p.c, m * p.ldc);
+    return p;
+}
+std::vector<float> run(const Problem& p) {
+    std::vector<float> c = p.c;
+    cpu::sgemm(p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a.data(), p.lda, p.b.data(), p.ldb, p.beta, c.data(), p.ldc);
+    return c;
+}
+// Returns the number of wrong values (padding must be untouched).
+std::size_t check(const Problem& p, const std::vector<float>& c) {
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < p.m; ++i)
+        for (std::size_t j = 0; j < p.ldc; ++j) {
+            const float got = c[i * p.ldc + j];
+            if (j >= p.n) {
+                bad += got != p.c[i * p.ldc + j];
+                continue;
+            }
+            double s = 0, mag = 0;
+            for (std::size_t q = 0; q < p.k; ++q) {
+                const double x = p.ta ? p.a[q * p.lda + i] : p.a[i * p.lda + q];
+                const double y = p.tb ? p.b[j * p.ldb + q] : p.b[q * p.ldb + j];
+                s += x * y;
+                mag += std::abs(x * y);
+            }
+            const double want = p.alpha * s + (p.beta == 0.0f ? 0.0 : p.beta * double(p.c[i * p.ldc + j]));
+            const double tol = 1e-5 * (std::abs(p.alpha) * mag + std::abs(p.beta) + 1.0);
+            bad += !(std::abs(got - want) <= tol);
+        }
+    return bad;
+}
+}  // namespace
+
+TEST_CASE("sgemm agrees with the reference on every shape class", "[gemm]") {
+    INFO("kernel " << cpu::gemm_target());
+    std::uint64_t seed = 1;
+    const std::size_t sizes[][3] = {{1, 1, 1},    {1, 10, 784},   {3, 512, 512}, {4, 37, 9},    {5, 5, 5},
+                                    {7, 33, 300}, {13, 17, 257},  {128, 10, 512}, {10, 512, 128}, {29, 64, 1},
+                                    {130, 70, 600}, {250, 100, 40}, {64, 1, 64},   {2, 3, 0}};
+    for (auto [m, n, k] : sizes)
+        for (int t = 0; t < 4; ++t)
+            for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, -2.0f}}) {
+                const Problem p = make(t & 1, t & 2, m, n, k, alpha, beta, (m + n) % 3, seed++);
+                INFO("m " << m << " n " << n << " k " << k << " ta " << p.ta << " tb " << p.tb << " alpha " << alpha
+                          << " beta " << beta);
+                CHECK(check(p, run(p)) == 0);
+            }
+}
+
+TEST_CASE("sgemm gives the same bits on 1, 2 and 3 threads", "[gemm][threads]") {
+    INFO("kernel " << cpu::gemm_target());
+    const std::size_t sizes[][3] = {{128, 512, 784}, {1, 512, 784}, {3, 10, 512}, {512, 784, 128}, {200, 130, 70}};
+    std::uint64_t seed = 100;
+    for (auto [m, n, k] : sizes)
+        for (int t = 0; t < 4; ++t) {
+            const Problem p = make(t & 1, t & 2, m, n, k, 1.0f, t == 3 ? 1.0f : 0.0f, 0, seed++);
+            set_num_threads(1);
+            const auto one = run(p);
+            CHECK(check(p, one) == 0);
+            for (std::size_t threads : {2, 3}) {
+                set_num_threads(threads);
+                CHECK(run(p) == one);
+            }
+        }
+    set_num_threads(0);
+}
+
+TEST_CASE("sgemm edge cases and the kernel's name", "[gemm]") {
+    std::vector<float> c{1, 2, 3, 4};
+    cpu::sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 1.0f, c.data(), 2);  // k = 0: C = beta C
+    CHECK(c[3] == 4.0f);
+    cpu::sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 0.0f, c.data(), 2);
+    CHECK(c[3] == 0.0f);
+    cpu::sgemm(false, false, 0, 2, 3, 1.0f, nullptr, 3, nullptr, 2, 0.0f, nullptr, 2);  // m = 0: nothing
+    cpu::sgemm(false, false, 2, 0, 3, 1.0f, nullptr, 3, nullptr, 0, 0.0f, nullptr, 0);  // n = 0: nothing
+    const std::string target = cpu::gemm_target();
+    CHECK((target == "x86-64-v4" || target == "x86-64-v3" || target == "generic" || target == "eigen-v3"));
+    // A forced target is honoured where the CPU has it (else the generic kernel is used).
+    if (const char* forced = std::getenv("TENON_GEMM_TARGET"))
+        if (target != forced) WARN("TENON_GEMM_TARGET=" << forced << " not available here; using " << target);
+}
