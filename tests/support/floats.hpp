@@ -38,6 +38,11 @@ template <class A>
 void collect_floats(List<A>& xs, std::vector<float*>& out) {
     for (auto& x : xs) collect_floats(x, out);
 }
+// A batch of lists (with_flatten's NestedList<A>).
+template <class A>
+void collect_floats(std::vector<List<A>>& xss, std::vector<float*>& out) {
+    for (auto& xs : xss) collect_floats(xs, out);
+}
 template <class A, class B>
 void collect_floats(std::pair<A, B>& p, std::vector<float*>& out) {
     collect_floats(p.first, out);

@@ -128,13 +128,13 @@ template <class Out, class View>
 struct chain_step {
     // Initialises the layer (on X when not null), and writes its output on X to *next when
     // next is not null.
-    using init_fn = void (*)(void* l, const View* X, const View* Y, std::size_t& width, Out* next);
+    using init_fn = void (*)(void* l, sample_ptr_t<View> X, sample_ptr_t<View> Y, std::size_t& width, Out* next);
     using predict_fn = Out (*)(const void* l, View X);
     using forward_fn = Out (*)(void* l, View X, bool is_train, void* bp);
     using backprop_fn = Out (*)(const void* bp, View dY);
 
     template <class L>
-    static void init(void* l, const View* X, const View* Y, std::size_t& width, Out* next) {
+    static void init(void* l, sample_ptr_t<View> X, sample_ptr_t<View> Y, std::size_t& width, Out* next) {
         L& layer = *static_cast<L*>(l);
         chain_init_layer(layer, X, Y, width);
         if (X && next) *next = layer.predict(*X);
@@ -347,7 +347,7 @@ private:
         return std::size_t{0};
     }();
 
-    void init_impl(const InView* X, const OutView* Y) {
+    void init_impl(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y) {
         std::size_t width = dyn;
         if constexpr (homogeneous) {
             // Layer 0 takes In; the others take Out. At most one activation is alive at a time.
@@ -358,7 +358,7 @@ private:
                 std::optional<Out> cur;
                 if (X) cur = l0.predict(*X);
                 for (std::size_t i = 1; i < N; ++i) {
-                    const OutView* y = i >= y_from ? Y : nullptr;
+                    sample_ptr_t<OutView> y = i >= y_from ? Y : nullptr;
                     if (cur) {
                         const OutView v = *cur;
                         Out next;
@@ -386,10 +386,10 @@ private:
 
     // The recursive walk, for chains whose data type changes along the way.
     template <std::size_t I, class XV>
-    void init_from(const XV* X, const OutView* Y, std::size_t& width) {
+    void init_from(const XV* X, sample_ptr_t<OutView> Y, std::size_t& width) {
         auto& l = get<I>(layers_);
         using L = std::remove_reference_t<decltype(l)>;
-        const typename L::OutView* y = nullptr;
+        sample_ptr_t<typename L::OutView> y = nullptr;
         if constexpr (std::is_same_v<typename L::OutView, OutView>) y = I >= y_from ? Y : nullptr;
         detail::chain_init_layer(l, X, y, width);
         if constexpr (I + 1 < N) {
@@ -399,7 +399,7 @@ private:
                 const typename Next::InView v = out;
                 init_from<I + 1>(&v, Y, width);
             } else {
-                init_from<I + 1>(static_cast<const typename Next::InView*>(nullptr), Y, width);
+                init_from<I + 1>(static_cast<sample_ptr_t<typename Next::InView>>(nullptr), Y, width);
             }
         }
     }

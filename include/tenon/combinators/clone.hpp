@@ -67,7 +67,7 @@ public:
     };
 
 private:
-    void init_impl(const InView* X, const OutView* Y) {
+    void init_impl(const std::remove_reference_t<InView>* X, const std::remove_reference_t<OutView>* Y) {
         std::optional<Out> cur;
         for (std::size_t i = 0; i < copies_.size(); ++i) {
             const bool last = i + 1 == copies_.size();

@@ -1,7 +1,7 @@
 // The lifecycle every model type offers (Thinc's Model API in C++): initialize, predict,
 // begin_update / operator() returning (Y, backprop), finish_update. A layer derives from
 // Layer<Self, In, Out> and supplies three functions:
-//   void init_impl(const InView* X, const OutView* Y);      // resolve dims, create params
+//   void init_impl(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y);  // resolve dims, create params
 //   Out predict_impl(InView X) const;                         // inference, no randomness
 //   std::pair<Out, Backprop> forward_impl(InView X, bool is_train);
 // where Backprop is a default-constructible callable `InOwned(OutView dY)` that returns dX
@@ -31,6 +31,11 @@ struct input_view<Array<T, E...>> {
 };
 template <class T>
 using input_view_t = typename input_view<T>::type;
+// How init_impl and initialize_from receive an optional sample: a pointer to the viewed data
+// (the view is a reference for non-array data such as Ragged, and there is no pointer to a
+// reference).
+template <class View>
+using sample_ptr_t = const std::remove_reference_t<View>*;
 
 // What begin_update and model(X, is_train) return as the backprop callback: the layer's
 // Backprop, which also names the mistake (E011) when called with dY of another data type than
@@ -93,7 +98,7 @@ public:
         return self();
     }
     // The pointer form, for combinators that may or may not have a sample.
-    Derived& initialize_from(const InView* X, const OutView* Y) {
+    Derived& initialize_from(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y) {
         check_sample_rows(X, Y);
         self().init_impl(X, Y);
         return self();
@@ -170,7 +175,7 @@ private:
 
     // Sample X and Y are rows of the same examples: a different count means a mix-up that
     // would otherwise go unnoticed (the layers only read the widths).
-    void check_sample_rows(const InView* X, const OutView* Y) const {
+    void check_sample_rows(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y) const {
         if constexpr (requires { X->shape(0); Y->shape(0); }) {
             if (X && Y && X->shape(0) != Y->shape(0))
                 throw ShapeError(this->name() + ": initialize(X, Y): X and Y must have the same number of rows "

@@ -1,0 +1,293 @@
+// What the combinators that merge their children's outputs (add, concatenate, residual,
+// bidirectional) do to data of any type: sum two values of the same layout, concatenate
+// along the last axis and split again, describe a value's layout for error messages, read
+// an input's width, reverse Padded sequences within their lengths. One overload per data
+// type (float arrays of any rank, Ragged, Padded, List, std::pair), so each combinator is
+// written once for all of them.
+#pragma once
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tenon/error.hpp"
+#include "tenon/model/diagnostics.hpp"
+#include "tenon/types/list.hpp"
+#include "tenon/types/padded.hpp"
+#include "tenon/types/ragged.hpp"
+
+namespace tenon::check {
+// std::pair<A, B> in a check's arguments (siamese, CauchySimilarity): pair<Floats2d, Floats2d>.
+template <class A, class B>
+struct pair {};
+template <class A, class B>
+struct name_of<std::pair<A, B>> {
+    using type = check::pair<name_t<A>, name_t<B>>;
+};
+}  // namespace tenon::check
+
+namespace tenon::detail {
+
+template <class T>
+inline constexpr bool is_float_array = false;
+template <std::size_t... E>
+inline constexpr bool is_float_array<Array<float, E...>> = true;
+template <class T>
+inline constexpr bool is_list = false;
+template <class A>
+inline constexpr bool is_list<List<A>> = true;
+template <class T>
+inline constexpr bool is_pair = false;
+template <class A, class B>
+inline constexpr bool is_pair<std::pair<A, B>> = true;
+
+// Data that add() and residual() can sum: float arrays, and Ragged, Padded, List of them.
+template <class T>
+inline constexpr bool summable = is_float_array<T>;
+template <class A>
+inline constexpr bool summable<BasicRagged<A>> = is_float_array<A>;
+template <class A>
+inline constexpr bool summable<BasicPadded<A>> = is_float_array<A>;
+template <class A>
+inline constexpr bool summable<List<A>> = is_float_array<A>;
+// Data that concatenate() can join along the last (feature) axis: the same, of rank >= 2.
+template <class T>
+inline constexpr bool concatenable = false;
+template <std::size_t... E>
+inline constexpr bool concatenable<Array<float, E...>> = sizeof...(E) >= 2;
+template <class A>
+inline constexpr bool concatenable<BasicRagged<A>> = concatenable<A>;
+template <class A>
+inline constexpr bool concatenable<BasicPadded<A>> = concatenable<A>;
+template <class A>
+inline constexpr bool concatenable<List<A>> = concatenable<A>;
+
+// ---- layout: the shapes (and lengths) that must agree for two values to be summed -------
+template <class S>
+void append_shape(std::vector<std::size_t>& out, const S& shape) {
+    out.push_back(shape.size());
+    for (auto d : shape) out.push_back(d);
+}
+template <class T>
+void append_layout(std::vector<std::size_t>& out, const T& x) {
+    if constexpr (requires { x.shape(); }) {
+        append_shape(out, x.shape());
+    } else if constexpr (requires { x.size_at_t(); }) {
+        append_shape(out, x.data().shape());
+        for (auto l : x.lengths()) out.push_back(static_cast<std::size_t>(l));
+    } else if constexpr (requires { x.lengths(); }) {
+        append_shape(out, x.data().shape());
+        for (auto l : x.lengths()) out.push_back(static_cast<std::size_t>(l));
+    } else if constexpr (is_list<T>) {
+        out.push_back(x.size());
+        for (const auto& a : x) append_layout(out, a);
+    } else if constexpr (is_pair<T>) {
+        append_layout(out, x.first);
+        append_layout(out, x.second);
+    }
+}
+template <class T>
+std::vector<std::size_t> layout_of(const T& x) {
+    std::vector<std::size_t> out;
+    append_layout(out, x);
+    return out;
+}
+// The same in words: "(4, 3)", "Ragged (5, 3) lengths [2, 3]", "List of 2 [(2, 3), (3, 3)]".
+template <class T>
+std::string layout_str(const T& x) {
+    if constexpr (requires { x.shape(); }) {
+        return shape_str(x.shape());
+    } else if constexpr (requires { x.lengths(); }) {
+        std::string s = (requires { x.size_at_t(); } ? "Padded " : "Ragged ") + shape_str(x.data().shape()) +
+                        " lengths [";
+        for (std::size_t i = 0; i < x.lengths().size(); ++i) s += (i ? ", " : "") + std::to_string(x.lengths()[i]);
+        return s + "]";
+    } else if constexpr (is_list<T>) {
+        std::string s = "List of " + std::to_string(x.size()) + " [";
+        for (std::size_t i = 0; i < x.size(); ++i) s += (i ? ", " : "") + layout_str(x[i]);
+        return s + "]";
+    } else if constexpr (is_pair<T>) {
+        return "(" + layout_str(x.first) + ", " + layout_str(x.second) + ")";
+    } else {
+        return "value";
+    }
+}
+
+// A stored layout in words (for "expected ... but found ..."): an array's as its shape.
+inline std::string layout_vec_str(const std::vector<std::size_t>& v) {
+    std::string s;
+    const bool array = !v.empty() && v.size() == v[0] + 1;
+    for (std::size_t i = array ? 1 : 0; i < v.size(); ++i) s += (s.empty() ? "" : ", ") + std::to_string(v[i]);
+    return array ? "(" + s + ")" : "layout [" + s + "]";
+}
+
+// ---- sums ---------------------------------------------------------------------------------
+// acc += x, elementwise; `who` names the combinator and `id` the error when the layouts differ.
+// Integer data (ids) carries no gradient: its "sum" is the first value.
+template <class T>
+void add_into(T& acc, const T& x, const std::string& who, const char* id) {
+    if constexpr (is_float_array<T> || summable<T> || is_pair<T>) {
+        if (layout_of(acc) != layout_of(x))
+            throw ShapeError(who + ": expected values of the same shape to sum, but found " + layout_str(acc) +
+                                 " and " + layout_str(x),
+                             id);
+    }
+    if constexpr (is_float_array<T>) {
+        float* a = acc.data();
+        const float* b = x.data();
+        for (std::size_t i = 0, n = acc.size(); i < n; ++i) a[i] += b[i];
+    } else if constexpr (requires { acc.values(); x.data(); } && summable<T>) {
+        auto a = acc.values();
+        const float* b = x.data().data();
+        for (std::size_t i = 0, n = a.size(); i < n; ++i) a[i] += b[i];
+    } else if constexpr (is_list<T>) {
+        for (std::size_t i = 0; i < acc.size(); ++i) add_into(acc[i], x[i], who, id);
+    } else if constexpr (is_pair<T>) {
+        add_into(acc.first, x.first, who, id);
+        add_into(acc.second, x.second, who, id);
+    }
+}
+
+// ---- widths -------------------------------------------------------------------------------
+// The width (last axis) of a value, or dyn where it has none to read (an empty list).
+template <class T>
+std::size_t width_of(const T& x) {
+    if constexpr (requires { x.shape(); }) {
+        return x.shape().size() >= 2 ? x.shape()[x.shape().size() - 1] : dyn;
+    } else if constexpr (requires { x.lengths(); }) {
+        const auto& s = x.data().shape();
+        return s[s.size() - 1];
+    } else if constexpr (is_list<T>) {
+        return x.empty() ? dyn : width_of(x[0]);
+    } else {
+        return dyn;
+    }
+}
+
+// ---- concatenation along the last axis ----------------------------------------------------
+// out (rows, sum w) from parts (rows, w_i), row-major.
+inline void concat_rows(float* out, std::size_t rows, const std::vector<const float*>& parts,
+                        const std::vector<std::size_t>& widths) {
+    std::size_t total = 0;
+    for (auto w : widths) total += w;
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* o = out + r * total;
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+            if (widths[k]) std::memcpy(o, parts[k] + r * widths[k], widths[k] * sizeof(float));
+            o += widths[k];
+        }
+    }
+}
+// The array part [start, start + w) of the last axis of a float array (or view) as an array.
+template <class A, class V>
+A slice_last(const V& x, std::size_t start, std::size_t w) {
+    auto shape = x.shape();
+    const std::size_t total = shape[shape.size() - 1];
+    std::size_t rows = 1;
+    for (std::size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+    shape[shape.size() - 1] = w;
+    A out(shape, uninitialized);
+    for (std::size_t r = 0; r < rows; ++r)
+        if (w) std::memcpy(out.data() + r * w, x.data() + r * total + start, w * sizeof(float));
+    return out;
+}
+
+// Concatenates values of one type along the last axis; `who`/`id` name the error when their
+// other extents (rows, lengths, list sizes) differ.
+template <class T>
+T concat_last(const std::vector<const T*>& xs, const std::string& who, const char* id) {
+    auto mismatch = [&](std::size_t k) {
+        throw ShapeError(who + ": the outputs must agree in everything but their last axis to be concatenated, "
+                               "but output 0 is " + layout_str(*xs[0]) + " and output " + std::to_string(k) +
+                             " is " + layout_str(*xs[k]),
+                         id);
+    };
+    if constexpr (is_float_array<T>) {
+        auto shape = xs[0]->shape();
+        const std::size_t R = shape.size();
+        std::vector<const float*> parts;
+        std::vector<std::size_t> widths;
+        std::size_t total = 0;
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+            for (std::size_t d = 0; d + 1 < R; ++d)
+                if (xs[k]->shape(d) != shape[d]) mismatch(k);
+            parts.push_back(xs[k]->data());
+            widths.push_back(xs[k]->shape(R - 1));
+            total += widths.back();
+        }
+        std::size_t rows = 1;
+        for (std::size_t d = 0; d + 1 < R; ++d) rows *= shape[d];
+        shape[R - 1] = total;
+        T out(shape, uninitialized);
+        concat_rows(out.data(), rows, parts, widths);
+        return out;
+    } else if constexpr (requires { xs[0]->size_at_t(); }) {
+        std::vector<const typename T::data_type*> data;
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+            if (layout_of(xs[k]->lengths()) != layout_of(xs[0]->lengths()) ||
+                layout_of(xs[k]->indices()) != layout_of(xs[0]->indices()))
+                mismatch(k);
+            for (std::size_t i = 0; i < xs[0]->lengths().size(); ++i)
+                if (xs[k]->lengths()[i] != xs[0]->lengths()[i] || xs[k]->indices()[i] != xs[0]->indices()[i])
+                    mismatch(k);
+            data.push_back(&xs[k]->data());
+        }
+        return xs[0]->with_data(concat_last(data, who, id));
+    } else if constexpr (requires { xs[0]->lengths(); }) {
+        std::vector<const typename T::data_type*> data;
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+            if (xs[k]->size() != xs[0]->size()) mismatch(k);
+            for (std::size_t i = 0; i < xs[0]->size(); ++i)
+                if (xs[k]->lengths()[i] != xs[0]->lengths()[i]) mismatch(k);
+            data.push_back(&xs[k]->data());
+        }
+        return xs[0]->with_data(concat_last(data, who, id));
+    } else {
+        static_assert(is_list<T>);
+        T out;
+        for (std::size_t k = 0; k < xs.size(); ++k)
+            if (xs[k]->size() != xs[0]->size()) mismatch(k);
+        for (std::size_t i = 0; i < xs[0]->size(); ++i) {
+            std::vector<const typename T::array_type*> items;
+            for (auto* x : xs) items.push_back(&(*x)[i]);
+            out.push_back(concat_last(items, who, id));
+        }
+        return out;
+    }
+}
+
+// The part [start, start + w) of the last axis of a value (a gradient to split).
+template <class T, class V>
+T slice_value(const V& x, std::size_t start, std::size_t w) {
+    if constexpr (is_float_array<T>) {
+        return slice_last<T>(x, start, w);
+    } else if constexpr (requires { x.lengths(); }) {
+        return x.with_data(slice_last<typename T::data_type>(x.data(), start, w));
+    } else {
+        static_assert(is_list<T>);
+        T out;
+        for (const auto& a : x) out.push_back(slice_last<typename T::array_type>(a, start, w));
+        return out;
+    }
+}
+
+// ---- Padded -------------------------------------------------------------------------------
+// Each sequence reversed within its length (step t of column b becomes step len_b - 1 - t);
+// the padding stays where it is. Its own inverse.
+template <class A>
+BasicPadded<A> reverse_in_lengths(const BasicPadded<A>& p) {
+    const auto& d = p.data();
+    const std::size_t T = d.shape(0), B = d.shape(1), inner = (T && B) ? d.size() / (T * B) : 0;
+    A out(d);
+    for (std::size_t b = 0; b < B; ++b) {
+        const auto len = static_cast<std::size_t>(p.lengths()[b]);
+        for (std::size_t t = 0; t < len; ++t)
+            std::memcpy(out.data() + (t * B + b) * inner, d.data() + ((len - 1 - t) * B + b) * inner,
+                        inner * sizeof(typename A::value_type));
+    }
+    return p.with_data(std::move(out));
+}
+
+}  // namespace tenon::detail

@@ -1,0 +1,105 @@
+// CauchySimilarity<nI>: std::pair<Floats2d, Floats2d> -> Floats1d, the Cauchy similarity of
+// Chen (2013) per row (thinc/layers/cauchysimilarity.py), for siamese networks:
+//   total_i = sum_j W_j (X1_ij - X2_ij)^2,  sim_i = 1 / (1 + total_i)
+// W (nI) starts at 1. dims nI (static or dyn) and nO = 1. Run-time errors: tenon-E165.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "tenon/combinators/detail/data_ops.hpp"
+#include "tenon/model/layer.hpp"
+
+namespace tenon {
+
+template <std::size_t NI = dyn>
+class CauchySimilarity : public Layer<CauchySimilarity<NI>, std::pair<Floats2d, Floats2d>, Floats1d> {
+    using Base = Layer<CauchySimilarity<NI>, std::pair<Floats2d, Floats2d>, Floats1d>;
+    friend Base;
+    static_assert(sizeof(check::width_check<NI, CauchySimilarity, check::nI>) > 0);  // E012
+
+public:
+    using typename Base::In;
+    using typename Base::InView;
+    static constexpr std::size_t static_nI = NI == 0 ? dyn : NI;
+    static constexpr std::size_t static_nO = 1;
+
+    explicit CauchySimilarity(std::size_t nI = dyn) : Base("cauchy_similarity", {{"nI", NI}, {"nO", 1}}, {"W"}) {
+        if (nI != dyn) this->set_dim("nI", nI);
+    }
+
+    struct Backprop {
+        CauchySimilarity* model = nullptr;
+        Floats2d diff;   // X1 - X2
+        Floats1d total;  // sum_j W_j diff_ij^2
+        In operator()(Floats1dCView d_sim) const {
+            const std::size_t rows = diff.shape(0), n = diff.shape(1);
+            if (d_sim.shape(0) != rows)
+                throw ShapeError("cauchy_similarity: backprop: expected a gradient of shape (" + std::to_string(rows) +
+                                     ") like the output, but found (" + std::to_string(d_sim.shape(0)) + ")",
+                                 "tenon-E165");
+            const float* W = model->param(0).value.data();
+            float* dW = model->param(0).grad.data();
+            In dX{Floats2d({rows, n}, uninitialized), Floats2d({rows, n}, uninitialized)};
+            for (std::size_t i = 0; i < rows; ++i) {
+                const float t1 = total[i] + 1.0f;
+                const float d_total = d_sim[i] * (-1.0f / (t1 * t1));
+                for (std::size_t j = 0; j < n; ++j) {
+                    const float d = diff(i, j);
+                    dW[j] += d_total * d * d;
+                    const float d_diff = 2.0f * W[j] * d_total * d;
+                    dX.first(i, j) = d_diff;
+                    dX.second(i, j) = -d_diff;
+                }
+            }
+            return dX;
+        }
+    };
+
+private:
+    void check_inputs(const In& X) const {
+        if (X.first.shape() != X.second.shape())
+            throw ShapeError("cauchy_similarity: the two inputs must have the same shape, but found " +
+                                 detail::layout_str(X.first) + " and " + detail::layout_str(X.second),
+                             "tenon-E165");
+        detail::check_width(*this, X.first, this->dim(0));
+    }
+    void init_impl(const In* X, const Floats1dCView*) {
+        if (X) this->resolve_dim(0, X->first.shape(1));
+        const std::size_t nI = this->require_dim(0);
+        this->allocate_param(0, {nI});
+        for (float& w : this->get_param("W")) w = 1.0f;  // Thinc: W = 1
+        this->mark_initialized();
+    }
+    // (diff, total) for X: total_i = sum_j W_j diff_ij^2.
+    std::pair<Floats2d, Floats1d> distances(const In& X) const {
+        check_inputs(X);
+        const std::size_t rows = X.first.shape(0), n = X.first.shape(1);
+        const float* W = this->param(0).value.data();
+        Floats2d diff({rows, n}, uninitialized);
+        Floats1d total({rows});
+        for (std::size_t i = 0; i < rows; ++i) {
+            float s = 0.0f;
+            for (std::size_t j = 0; j < n; ++j) {
+                const float d = X.first(i, j) - X.second(i, j);
+                diff(i, j) = d;
+                s += W[j] * d * d;
+            }
+            total[i] = s;
+        }
+        return {std::move(diff), std::move(total)};
+    }
+    static Floats1d inverse(const Floats1d& total) {
+        Floats1d sim({total.shape(0)}, uninitialized);
+        for (std::size_t i = 0; i < total.shape(0); ++i) sim[i] = 1.0f / (1.0f + total[i]);
+        return sim;
+    }
+    Floats1d predict_impl(const In& X) const { return inverse(distances(X).second); }
+    std::pair<Floats1d, Backprop> forward_impl(const In& X, bool) {
+        auto [diff, total] = distances(X);
+        Floats1d sim = inverse(total);
+        return {std::move(sim), Backprop{this, std::move(diff), std::move(total)}};
+    }
+};
+
+}  // namespace tenon

@@ -1,0 +1,96 @@
+// What the embedding layers (HashEmbed, Embed) share: their input is integer ids, either one
+// per row (Ints1d, Keys1d) or one column of a 2-d array (Ints2d, Keys2d: Thinc's `column`,
+// where Thinc chains ints_getitem before the layer); the per-column dropout mask Thinc applies
+// to their output (ops.get_dropout_mask((nO,), rate): one mask for every row); and the
+// compile-time check of the input type (tenon-E052).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "tenon/model/diagnostics.hpp"
+#include "tenon/model/layer.hpp"
+#include "tenon/random.hpp"
+
+namespace tenon {
+
+namespace check {
+// E052: an embedding layer whose input type is not an array of integer ids.
+template <class Layer, class Given>
+struct embed_input {
+    static_assert(always_false<Layer>,
+                  "[tenon-E052] HashEmbed/Embed<nO, In>: In must be an array of integer ids: Ints1d or Keys1d (one "
+                  "id per row), or Ints2d or Keys2d (the ids in one column) (given_type<T>: see the line above)");
+};
+}  // namespace check
+
+namespace detail {
+
+template <class A>
+inline constexpr bool is_id_array = false;
+template <std::size_t... E>
+inline constexpr bool is_id_array<Array<std::int32_t, E...>> = sizeof...(E) == 1 || sizeof...(E) == 2;
+template <std::size_t... E>
+inline constexpr bool is_id_array<Array<std::uint64_t, E...>> = sizeof...(E) == 1 || sizeof...(E) == 2;
+template <class Layer, class In>
+using embed_input_check = std::conditional_t<is_id_array<In>, check::ok, check::embed_input<Layer, check::given_type<check::name_t<In>>>>;
+
+// The ids of the rows of X: X itself (rank 1) or its column `column` (rank 2), read through
+// id(i). Checks the column (tenon-E194).
+template <class V>
+struct IdColumn {
+    const V& X;
+    std::size_t column;
+    std::size_t rows() const { return X.shape(0); }
+    auto id(std::size_t i) const {
+        if constexpr (V::rank == 1) return X[i]; else return X.data()[i * X.shape(1) + column];
+    }
+};
+template <class V>
+IdColumn<V> id_column(const Node& layer, const V& X, std::size_t column) {
+    if constexpr (V::rank == 2) {
+        if (column >= X.shape(1) && X.shape(0) > 0)
+            throw ShapeError(layer.name() + ": column " + std::to_string(column) +
+                                 " holds the ids, but the input has " + std::to_string(X.shape(1)) + " columns",
+                             "tenon-E194");
+    }
+    return {X, column};
+}
+// A column other than 0 means nothing for one id per row.
+template <class In>
+void check_column(const std::string& layer, std::size_t column) {
+    if (In::rank == 1 && column != 0)
+        throw Error(layer + ": column " + std::to_string(column) +
+                        " given for an input of one id per row (rank 1); use an Ints2d or Keys2d input",
+                    "tenon-E194");
+}
+inline void check_dropout_rate(const std::string& layer, const std::optional<double>& rate) {
+    if (rate && !(*rate >= 0.0 && *rate <= 1.0))
+        throw Error(layer + ": the dropout rate must be in [0, 1], found " + std::to_string(*rate), "tenon-E195");
+}
+// Thinc's per-column mask (shape (nO,)) for training, or an empty array (no dropout).
+inline Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_train) {
+    if (!is_train || !layer.has_attr("dropout_rate")) return {};
+    const double r = layer.attr_as<double>("dropout_rate");
+    check_dropout_rate(layer.name(), r);
+    if (r <= 0.0) return {};
+    Floats1d mask({nO});  // zeros: the rate 1 case
+    if (r < 1.0) {
+        const auto keep = static_cast<float>(1.0 / (1.0 - r));
+        const auto threshold = static_cast<float>(r);
+        Rng& rng = global_rng();
+        for (float& m : mask) m = rng.uniform() >= threshold ? keep : 0.0f;
+    }
+    return mask;
+}
+inline void apply_column_mask(float* Y, std::size_t rows, const Floats1d& mask) {
+    const std::size_t n = mask.size();
+    if (!n) return;
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t j = 0; j < n; ++j) Y[r * n + j] *= mask[j];
+}
+
+}  // namespace detail
+}  // namespace tenon

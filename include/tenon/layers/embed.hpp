@@ -1,0 +1,136 @@
+// Embed<nO, In>(nV, column, dropout): ids -> Floats2d, a plain lookup table
+// (thinc/layers/embed.py): row i of the output is E[id_i]. E (nV, nO) starts uniform in
+// [-0.1, 0.1) (Thinc's uniform_init); a dyn nO is taken from Y in initialize, as Thinc.
+// Backprop adds each output row's gradient to its row of E; the ids get a zero gradient.
+// An id outside [0, nV) is an error (tenon-E193): Thinc's numpy indexing raises IndexError
+// for id >= nV, and reads E[nV + id] for a negative id, which tenon refuses.
+// With `dropout`, training multiplies the output by one random mask over the columns, shared
+// by every row (Thinc's get_dropout_mask((nO,))).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tenon/init/init.hpp"
+#include "tenon/layers/detail/embed_ids.hpp"
+#include "tenon/model/layer.hpp"
+
+namespace tenon {
+
+// Thinc's keyword arguments, for the options form Embed<nO>(nV, {.column = 1, ...}).
+struct EmbedOptions {
+    std::size_t nO = dyn;     // for a dyn nO in the type (else from Y in initialize)
+    std::size_t column = 0;   // the column of a 2-d input that holds the ids
+    std::optional<double> dropout;
+    Init initializer = {};    // default: uniform_init (-0.1, 0.1)
+};
+
+template <std::size_t NO = dyn, class In = Ints2d>
+class Embed : public Layer<Embed<NO, In>, In, Floats2d> {
+    using Base = Layer<Embed<NO, In>, In, Floats2d>;
+    friend Base;
+    static_assert(sizeof(detail::embed_input_check<Embed, In>) > 0);          // E052
+    static_assert(sizeof(check::width_check<NO, Embed, check::nO>) > 0);      // E012
+    using InView = typename Base::InView;
+
+public:
+    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
+
+    Embed(std::size_t nV, std::size_t column = 0, std::optional<double> dropout = {})
+        : Embed(nV, EmbedOptions{dyn, column, dropout, {}}) {}
+    Embed(std::size_t nV, EmbedOptions o)
+        : Base("embed", {{"nO", NO}, {"nV", dyn}}, {"E"}),
+          init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
+        if (nV == 0) throw Error("embed: nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
+        this->set_dim("nV", nV);
+        if (o.nO != dyn) this->set_dim("nO", o.nO);
+        detail::check_column<In>(this->name(), o.column);
+        detail::check_dropout_rate(this->name(), o.dropout);
+        this->set_attr("column", static_cast<std::int64_t>(o.column));
+        if (o.dropout) this->set_attr("dropout_rate", *o.dropout);
+    }
+
+    std::size_t column() const { return static_cast<std::size_t>(this->template attr_as<std::int64_t>("column")); }
+
+    struct Backprop {
+        Embed* layer = nullptr;
+        std::vector<std::size_t> rows;    // the row of E of each output row
+        Floats1d mask;                    // the dropout mask, or empty
+        typename In::shape_type shape{};  // X's, for the (zero) gradient of the ids
+        In operator()(Floats2dCView dY) const {
+            const std::size_t n = rows.size(), nO = layer ? layer->dim(0) : 0;
+            if (!layer || dY.shape(0) != n || dY.shape(1) != nO)
+                throw ShapeError("embed: backprop: expected a gradient of shape (" + std::to_string(n) + ", " +
+                                     std::to_string(nO) + ") like the output, but found (" +
+                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                                 "tenon-E191");
+            float* dE = layer->param(0).grad.data();
+            for (std::size_t r = 0; r < n; ++r) {
+                const float* dy = dY.data() + r * nO;
+                float* e = dE + rows[r] * nO;
+                if (mask.size())
+                    for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j] * mask[j];
+                else
+                    for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j];
+            }
+            return In(shape);
+        }
+    };
+
+private:
+    void init_impl(const std::remove_reference_t<InView>*, const Floats2dCView* Y) {
+        if (Y) this->resolve_dim(0, Y->shape(1));
+        const std::size_t nO = this->require_dim(0), nV = this->require_dim(1);
+        this->allocate_param(0, {nV, nO});
+        init_E_(this->get_param("E"));
+        this->mark_initialized();
+    }
+
+    std::vector<std::size_t> rows_of(InView X) const {
+        const auto ids = detail::id_column(*this, X, column());
+        const std::size_t n = ids.rows(), nV = this->dim(1);
+        std::vector<std::size_t> rows(n);
+        for (std::size_t r = 0; r < n; ++r) {
+            const auto id = ids.id(r);
+            if constexpr (std::is_signed_v<decltype(id)>)
+                if (id < 0)
+                    throw Error(this->name() + ": id " + std::to_string(id) + " (row " + std::to_string(r) +
+                                    ") is negative; ids must be in [0, nV) = [0, " + std::to_string(nV) + ")",
+                                "tenon-E193");
+            if (static_cast<std::uint64_t>(id) >= nV)
+                throw Error(this->name() + ": id " + std::to_string(id) + " (row " + std::to_string(r) +
+                                ") is out of range: the table has nV = " + std::to_string(nV) +
+                                " rows, so ids must be in [0, " + std::to_string(nV) + ")",
+                            "tenon-E193");
+            rows[r] = static_cast<std::size_t>(id);
+        }
+        return rows;
+    }
+    Floats2d gather(const std::vector<std::size_t>& rows) const {
+        const std::size_t n = rows.size(), nO = this->dim(0);
+        Floats2d Y({n, nO}, uninitialized);
+        const float* E = this->param(0).value.data();
+        for (std::size_t r = 0; r < n; ++r)
+            if (nO) std::memcpy(Y.data() + r * nO, E + rows[r] * nO, nO * sizeof(float));
+        return Y;
+    }
+    Floats2d predict_impl(InView X) const { return gather(rows_of(X)); }
+    std::pair<Floats2d, Backprop> forward_impl(InView X, bool is_train) {
+        Backprop bp;
+        bp.layer = this;
+        bp.shape = X.shape();
+        bp.rows = rows_of(X);
+        Floats2d Y = gather(bp.rows);
+        bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
+        detail::apply_column_mask(Y.data(), Y.shape(0), bp.mask);
+        return {std::move(Y), std::move(bp)};
+    }
+
+    Init init_E_;
+};
+
+}  // namespace tenon

@@ -1,0 +1,195 @@
+// expand_window(window_size = 1): each row replaced by the concatenation of the
+// window_size rows before it, itself and the window_size rows after it (zeros beyond the
+// ends), so a (rows, nI) input gives (rows, (2 * window_size + 1) * nI): one step of a
+// convolution (thinc/layers/expand_window.py, NumpyOps.seq2col / backprop_seq2col).
+// Floats2d -> Floats2d treats the whole array as one sequence; Ragged -> Ragged keeps every
+// window inside its own sequence (seq2col with lengths).
+//
+//   expand_window(w)             ExpandWindow<Floats2d>, the window a run-time value
+//   expand_window<Ragged>(w)     ExpandWindow<Ragged>
+//   expand_window<W>()           ExpandWindow<Floats2d, W>: the window in the type, so a
+//   expand_window<W, Ragged>()   static nI gives a static nO = (2W + 1) nI that chain checks
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "tenon/model/diagnostics.hpp"
+#include "tenon/model/layer.hpp"
+#include "tenon/types/ragged.hpp"
+
+namespace tenon {
+
+namespace check {
+// E053: expand_window over another data type than Floats2d or Ragged.
+template <class Given>
+struct expand_window_type {
+    static_assert(always_false<Given>,
+                  "[tenon-E053] expand_window<T>(window_size): T must be Floats2d or Ragged (given_type<T>: see the "
+                  "line above)");
+};
+template <class T>
+using expand_window_check = std::conditional_t<std::is_same_v<T, tenon::Floats2d> || std::is_same_v<T, tenon::Ragged>, ok,
+                                               expand_window_type<given_type<name_t<T>>>>;
+}  // namespace check
+
+namespace detail {
+// NumpyOps' seq2col: row j of a sequence [start, end) gets rows j - nW .. j + nW of the same
+// sequence, each at its slot of the window (out is zero-filled).
+inline void seq2col(float* out, const float* X, const std::int32_t* lengths, std::size_t nL, std::size_t nW,
+                    std::size_t I) {
+    const std::size_t nF = 2 * nW + 1;
+    std::size_t start = 0;
+    for (std::size_t s = 0; s < nL; ++s) {
+        const std::size_t end = start + static_cast<std::size_t>(lengths[s]);
+        for (std::size_t j = start; j < end; ++j) {
+            const std::size_t x0 = j >= start + nW ? j - nW : start, x1 = std::min(end, j + nW + 1);
+            const std::size_t offset = x0 + nW - j;  // slot of row x0 in j's window
+            if (x1 > x0 && I) std::memcpy(out + (j * nF + offset) * I, X + x0 * I, (x1 - x0) * I * sizeof(float));
+        }
+        start = end;
+    }
+}
+// NumpyOps' backprop_seq2col: each row's gradient is the sum of its slots in the windows
+// that hold it (dX is zero-filled).
+inline void backprop_seq2col(float* dX, const float* dY, const std::int32_t* lengths, std::size_t nL, std::size_t nW,
+                             std::size_t I) {
+    const std::size_t nF = 2 * nW + 1;
+    std::size_t start = 0;
+    for (std::size_t s = 0; s < nL; ++s) {
+        const std::size_t end = start + static_cast<std::size_t>(lengths[s]);
+        for (std::size_t j = start; j < end; ++j) {
+            const std::size_t x0 = j >= start + nW ? j - nW : start, x1 = std::min(end, j + nW + 1);
+            const float* d = dY + (j * nF + (x0 + nW - j)) * I;
+            float* dx = dX + x0 * I;
+            for (std::size_t k = 0, n = (x1 - x0) * I; k < n; ++k) dx[k] += d[k];
+        }
+        start = end;
+    }
+}
+}  // namespace detail
+
+template <class T = Floats2d, std::size_t W = dyn, std::size_t NI = dyn>
+class ExpandWindow : public Layer<ExpandWindow<T, W, NI>, T, T> {
+    using Base = Layer<ExpandWindow<T, W, NI>, T, T>;
+    friend Base;
+    static_assert(sizeof(check::expand_window_check<T>) > 0);  // E053
+    static_assert(sizeof(check::width_check<NI, ExpandWindow, check::nI>) > 0);  // E012
+    using InView = typename Base::InView;
+    using InPtr = const std::remove_reference_t<InView>*;
+
+public:
+    static constexpr std::size_t static_nI = NI == 0 ? dyn : NI;
+    static constexpr std::size_t static_nO = W == dyn || static_nI == dyn ? dyn : (2 * W + 1) * static_nI;
+
+    // The same layer with a static nI (chain's width propagation), where the window is static
+    // too: then its output width is static as well.
+    template <std::size_t N2>
+        requires(W != dyn)
+    using with_nI = ExpandWindow<T, W, N2>;
+    template <std::size_t N2>
+        requires(NI != N2)
+    explicit ExpandWindow(ExpandWindow<T, W, N2>&& o) : Base(static_cast<Node&&>(o)), window_(o.window()) {
+        this->fix_dim(1, NI);
+        this->fix_dim(0, static_nO);
+    }
+
+    explicit ExpandWindow(std::size_t window_size = W == dyn ? 1 : W)
+        : Base("expand_window", {{"nO", static_nO}, {"nI", static_nI}}, {}), window_(window_size) {
+        if (W != dyn && window_size != W)
+            throw Error("expand_window: the window size is " + std::to_string(W) + " in the type but " +
+                            std::to_string(window_size) + " was given",
+                        "tenon-E195");
+        this->set_attr("window_size", static_cast<std::int64_t>(window_size));
+        this->mark_initialized();  // no parameters; initialize only infers nI and nO
+    }
+
+    std::size_t window() const noexcept { return window_; }
+
+    struct Backprop {
+        std::size_t nW = 0, nI = dyn;  // dyn: a default Backprop (no forward ran)
+        Ints1d lengths;                // the sequences (one of all the rows for Floats2d)
+        std::size_t rows = 0;
+        T operator()(InView dY) const {
+            const std::size_t nO = nI == dyn ? dyn : (2 * nW + 1) * nI;
+            const Floats2dCView d = data_of(dY);
+            bool same_lengths = true;
+            if constexpr (std::is_same_v<T, Ragged>)
+                same_lengths = dY.lengths().size() == lengths.size() &&
+                               std::equal(lengths.begin(), lengths.end(), dY.lengths().begin());
+            if (nI == dyn || d.shape(0) != rows || d.shape(1) != nO || !same_lengths)
+                throw ShapeError("expand_window: backprop: expected a gradient of shape (" + std::to_string(rows) +
+                                     ", " + detail::dim_str(nO) + ")" +
+                                     (std::is_same_v<T, Ragged> ? " with the lengths of the output" : "") +
+                                     " like the output, but found (" + std::to_string(d.shape(0)) + ", " +
+                                     std::to_string(d.shape(1)) + ")" + (same_lengths ? "" : " with other lengths"),
+                                 "tenon-E191");
+            Floats2d dX({rows, nI});
+            detail::backprop_seq2col(dX.data(), d.data(), lengths.data(), lengths.size(), nW, nI);
+            if constexpr (std::is_same_v<T, Ragged>) return Ragged(std::move(dX), lengths); else return dX;
+        }
+    };
+
+private:
+    template <class, std::size_t, std::size_t>
+    friend class ExpandWindow;
+
+    static Floats2dCView data_of(InView X) {
+        if constexpr (std::is_same_v<T, Ragged>) return X.data(); else return X;
+    }
+    std::size_t nF() const noexcept { return 2 * window_ + 1; }
+
+    void init_impl(InPtr X, InPtr Y) {
+        if (X) this->resolve_dim(1, data_of(*X).shape(1));
+        if (Y) {
+            const std::size_t nO = data_of(*Y).shape(1);
+            if (nO % nF())
+                throw ShapeError("expand_window: initialize: the sample Y's width " + std::to_string(nO) +
+                                     " is not a multiple of 2 * window_size + 1 = " + std::to_string(nF()),
+                                 "tenon-E192");
+            this->resolve_dim(1, nO / nF());
+        }
+        if (this->has_dim("nI")) this->resolve_dim(0, nF() * this->get_dim("nI"));
+        this->mark_initialized();
+    }
+
+    T run(InView X, Ints1d* keep_lengths) const {
+        const Floats2dCView x = data_of(X);
+        const std::size_t rows = x.shape(0), nI = x.shape(1);
+        if (this->has_dim("nI") && this->get_dim("nI") != nI)
+            detail::throw_width(this->name(), "input", this->get_dim("nI"), nI, "tenon-E192");
+        Ints1d all({1}, {static_cast<std::int32_t>(rows)});
+        const Ints1d* lengths = &all;
+        if constexpr (std::is_same_v<T, Ragged>) lengths = &X.lengths();
+        Floats2d Y({rows, nF() * nI});
+        detail::seq2col(Y.data(), x.data(), lengths->data(), lengths->size(), window_, nI);
+        if (keep_lengths) *keep_lengths = *lengths;
+        if constexpr (std::is_same_v<T, Ragged>) return Ragged(std::move(Y), X.lengths()); else return Y;
+    }
+    T predict_impl(InView X) const { return run(X, nullptr); }
+    std::pair<T, Backprop> forward_impl(InView X, bool) {
+        Backprop bp;
+        T Y = run(X, &bp.lengths);
+        bp.nW = window_;
+        bp.nI = data_of(X).shape(1);
+        bp.rows = data_of(X).shape(0);
+        return {std::move(Y), std::move(bp)};
+    }
+
+    std::size_t window_;
+};
+
+template <class T = Floats2d>
+ExpandWindow<T> expand_window(std::size_t window_size = 1) {
+    return ExpandWindow<T>(window_size);
+}
+template <std::size_t W, class T = Floats2d>
+ExpandWindow<T, W> expand_window() {
+    return ExpandWindow<T, W>(W);
+}
+
+}  // namespace tenon

@@ -1,0 +1,171 @@
+// HashEmbed<nO, In>(nV, seed, column, dropout): ids -> Floats2d by the hashing trick
+// (thinc/layers/hashembed.py): each id (as a uint64) is hashed with MurmurHash3 into four
+// 32-bit keys (Thinc's ops.hash, NumpyOps' MurmurHash3_x86_128_uint64, ported bit for bit);
+// the output row is the sum of the four rows E[key % nV]. E (nV, nO) starts uniform in
+// [-0.1, 0.1) (Thinc's uniform_init). Backprop adds each output row's gradient to its four
+// rows of E; the ids get a zero gradient. With `dropout`, training multiplies the output by
+// one random mask over the columns, shared by every row (Thinc's get_dropout_mask((nO,))).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "tenon/init/init.hpp"
+#include "tenon/layers/detail/embed_ids.hpp"
+#include "tenon/model/layer.hpp"
+
+namespace tenon {
+
+// Thinc's ops.hash for one id: MurmurHash3's 128-bit finalisation of one 8-byte key, as four
+// 32-bit words (NumpyOps.hash / MurmurHash3_x86_128_uint64 in thinc/backends/numpy_ops.pyx).
+constexpr std::array<std::uint32_t, 4> murmurhash3_uint64(std::uint64_t val, std::uint32_t seed) noexcept {
+    std::uint64_t h1 = val, h2 = 0;
+    h1 *= 0x87c37b91114253d5ull;
+    h1 = (h1 << 31) | (h1 >> 33);
+    h1 *= 0x4cf5ad432745937full;
+    h1 ^= seed;
+    h1 ^= 8;
+    h2 = seed;
+    h2 ^= 8;
+    h1 += h2;
+    h2 += h1;
+    h1 ^= h1 >> 33;
+    h1 *= 0xff51afd7ed558ccdull;
+    h1 ^= h1 >> 33;
+    h1 *= 0xc4ceb9fe1a85ec53ull;
+    h1 ^= h1 >> 33;
+    h2 ^= h2 >> 33;
+    h2 *= 0xff51afd7ed558ccdull;
+    h2 ^= h2 >> 33;
+    h2 *= 0xc4ceb9fe1a85ec53ull;
+    h2 ^= h2 >> 33;
+    h1 += h2;
+    h2 += h1;
+    return {static_cast<std::uint32_t>(h1), static_cast<std::uint32_t>(h1 >> 32), static_cast<std::uint32_t>(h2),
+            static_cast<std::uint32_t>(h2 >> 32)};
+}
+
+// Thinc's keyword arguments, for the options form HashEmbed<nO>(nV, {.seed = 1, ...}).
+struct HashEmbedOptions {
+    std::size_t nO = dyn;                // for a dyn nO in the type (else from Y in initialize)
+    std::optional<std::uint32_t> seed;   // default: the layer's id, as Thinc
+    std::size_t column = 0;              // the column of a 2-d input that holds the ids
+    std::optional<double> dropout;
+    Init initializer = {};               // default: uniform_init (-0.1, 0.1)
+};
+
+template <std::size_t NO = dyn, class In = Ints2d>
+class HashEmbed : public Layer<HashEmbed<NO, In>, In, Floats2d> {
+    using Base = Layer<HashEmbed<NO, In>, In, Floats2d>;
+    friend Base;
+    static_assert(sizeof(detail::embed_input_check<HashEmbed, In>) > 0);          // E052
+    static_assert(sizeof(check::width_check<NO, HashEmbed, check::nO>) > 0);      // E012
+    using InView = typename Base::InView;
+
+public:
+    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
+
+    HashEmbed(std::size_t nV, std::optional<std::uint32_t> seed = {}, std::size_t column = 0,
+              std::optional<double> dropout = {})
+        : HashEmbed(nV, HashEmbedOptions{dyn, seed, column, dropout, {}}) {}
+    HashEmbed(std::size_t nV, HashEmbedOptions o)
+        : Base("hashembed", {{"nO", NO}, {"nV", dyn}}, {"E"}),
+          init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
+        if (nV == 0) throw Error("hashembed: nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
+        this->set_dim("nV", nV);
+        if (o.nO != dyn) this->set_dim("nO", o.nO);
+        detail::check_column<In>(this->name(), o.column);
+        detail::check_dropout_rate(this->name(), o.dropout);
+        this->set_attr("seed", static_cast<std::int64_t>(o.seed ? *o.seed : static_cast<std::uint32_t>(this->id())));
+        this->set_attr("column", static_cast<std::int64_t>(o.column));
+        if (o.dropout) this->set_attr("dropout_rate", *o.dropout);
+    }
+
+    std::uint32_t seed() const { return static_cast<std::uint32_t>(this->template attr_as<std::int64_t>("seed")); }
+    std::size_t column() const { return static_cast<std::size_t>(this->template attr_as<std::int64_t>("column")); }
+
+    struct Backprop {
+        HashEmbed* layer = nullptr;
+        std::vector<std::uint32_t> keys;  // four rows of E per output row, already % nV
+        Floats1d mask;                    // the dropout mask, or empty
+        typename In::shape_type shape{};  // X's, for the (zero) gradient of the ids
+        In operator()(Floats2dCView dY) const {
+            const std::size_t rows = keys.size() / 4, nO = layer ? layer->dim(0) : 0;
+            if (!layer || dY.shape(0) != rows || dY.shape(1) != nO)
+                throw ShapeError("hashembed: backprop: expected a gradient of shape (" + std::to_string(rows) + ", " +
+                                     std::to_string(nO) + ") like the output, but found (" +
+                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                                 "tenon-E191");
+            float* dE = layer->param(0).grad.data();
+            std::vector<float> d(nO);
+            // Key by key, as Thinc's four scatter_adds.
+            for (std::size_t k = 0; k < 4; ++k)
+                for (std::size_t r = 0; r < rows; ++r) {
+                    const float* dy = dY.data() + r * nO;
+                    float* e = dE + static_cast<std::size_t>(keys[r * 4 + k]) * nO;
+                    if (mask.size())
+                        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j] * mask[j];
+                    else
+                        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j];
+                }
+            return In(shape);
+        }
+    };
+
+private:
+    void init_impl(const std::remove_reference_t<InView>*, const Floats2dCView* Y) {
+        if (Y) this->resolve_dim(0, Y->shape(1));
+        const std::size_t nO = this->require_dim(0), nV = this->require_dim(1);
+        this->allocate_param(0, {nV, nO});
+        init_E_(this->get_param("E"));
+        this->mark_initialized();
+    }
+
+    // The four keys of every row, % nV.
+    std::vector<std::uint32_t> keys_of(InView X) const {
+        const auto ids = detail::id_column(*this, X, column());
+        const std::size_t rows = ids.rows(), nV = this->dim(1);
+        const std::uint32_t s = seed();
+        std::vector<std::uint32_t> keys(rows * 4);
+        for (std::size_t r = 0; r < rows; ++r) {
+            // Thinc casts the ids to uint64 (an int32 -1 is 2**64 - 1).
+            const auto h = murmurhash3_uint64(static_cast<std::uint64_t>(static_cast<std::int64_t>(ids.id(r))), s);
+            for (std::size_t k = 0; k < 4; ++k) keys[r * 4 + k] = static_cast<std::uint32_t>(h[k] % nV);
+        }
+        return keys;
+    }
+    Floats2d gather(const std::vector<std::uint32_t>& keys) const {
+        const std::size_t rows = keys.size() / 4, nO = this->dim(0);
+        Floats2d Y({rows, nO});
+        const float* E = this->param(0).value.data();
+        // Summed in key order, as Thinc's gather_add.
+        for (std::size_t r = 0; r < rows; ++r) {
+            float* y = Y.data() + r * nO;
+            for (std::size_t k = 0; k < 4; ++k) {
+                const float* e = E + static_cast<std::size_t>(keys[r * 4 + k]) * nO;
+                for (std::size_t j = 0; j < nO; ++j) y[j] += e[j];
+            }
+        }
+        return Y;
+    }
+    Floats2d predict_impl(InView X) const { return gather(keys_of(X)); }
+    std::pair<Floats2d, Backprop> forward_impl(InView X, bool is_train) {
+        Backprop bp;
+        bp.layer = this;
+        bp.shape = X.shape();
+        bp.keys = keys_of(X);
+        Floats2d Y = gather(bp.keys);
+        if (!bp.keys.empty()) {  // Thinc draws no mask for an empty batch
+            bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
+            detail::apply_column_mask(Y.data(), Y.shape(0), bp.mask);
+        }
+        return {std::move(Y), std::move(bp)};
+    }
+
+    Init init_E_;
+};
+
+}  // namespace tenon

@@ -1,0 +1,83 @@
+// What the reductions over Ragged (reduce_first, reduce_last, reduce_max, reduce_mean,
+// reduce_sum) share: Ragged -> Floats2d with one row per sequence, no dims and no
+// parameters (the width passes through, so chain's width propagation sees through them),
+// and a backprop that returns a Ragged with the input's lengths. A reduction supplies
+//   static void reduce(const float* X, const Ints1d& lengths, std::size_t n, float* Y, Ints2d* which);
+//   static void backward(const float* dY, const Ints1d& lengths, const Ints2d& which, std::size_t n, float* dX);
+// (dX comes zero-filled) and `needs_which` (reduce_max keeps the argmax of each column) and
+// `nonempty` (the sequences must have at least one row: tenon-E190 names the first that has none).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "tenon/model/layer.hpp"
+#include "tenon/types/ragged.hpp"
+
+namespace tenon::detail {
+
+template <class Derived>
+class Reduction : public Layer<Derived, Ragged, Floats2d> {
+    using Base = Layer<Derived, Ragged, Floats2d>;
+    friend Base;
+
+public:
+    // No dims: the output width is the input width.
+    static constexpr bool width_preserving = true;
+
+    struct Backprop {
+        const char* name = nullptr;
+        Ints1d lengths;
+        Ints2d which;  // reduce_max: the row (within its sequence) of each column's maximum
+        std::size_t width = dyn;  // dyn: a default Backprop (no forward ran)
+        Ragged operator()(Floats2dCView dY) const {
+            const std::size_t B = lengths.size();
+            if (width == dyn || dY.shape(0) != B || dY.shape(1) != width)
+                throw ShapeError(std::string(name ? name : "reduce") + ": backprop: expected a gradient of shape (" +
+                                     std::to_string(B) + ", " + dim_str(width) +
+                                     "), one row per sequence like the output, but found (" +
+                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                                 "tenon-E191");
+            std::size_t rows = 0;
+            for (std::size_t i = 0; i < B; ++i) rows += static_cast<std::size_t>(lengths[i]);
+            Floats2d dX({rows, width});
+            Derived::backward(dY.data(), lengths, which, width, dX.data());
+            return Ragged(std::move(dX), lengths);
+        }
+    };
+
+protected:
+    explicit Reduction(const char* name) : Base(name, {}, {}) { this->mark_initialized(); }
+
+    void init_impl(sample_ptr_t<typename Base::InView>, sample_ptr_t<typename Base::OutView>) {}
+
+    Floats2d run(const Ragged& X, Ints2d* which) const {
+        const std::size_t B = X.size(), n = X.data().shape(1);
+        if constexpr (Derived::nonempty)
+            for (std::size_t i = 0; i < B; ++i)
+                if (X.lengths()[i] == 0)
+                    throw ShapeError(this->name() + ": sequence " + std::to_string(i) +
+                                         " has length 0, but every sequence needs at least one row (" +
+                                         Derived::why_nonempty + ")",
+                                     "tenon-E190");
+        Floats2d Y({B, n});
+        if (which) *which = Ints2d({B, n});
+        if (B) Derived::reduce(X.data().data(), X.lengths(), n, Y.data(), which);
+        return Y;
+    }
+    Floats2d predict_impl(const Ragged& X) const {
+        Ints2d which;
+        return run(X, Derived::needs_which ? &which : nullptr);
+    }
+    std::pair<Floats2d, Backprop> forward_impl(const Ragged& X, bool) {
+        Backprop bp;
+        Floats2d Y = run(X, Derived::needs_which ? &bp.which : nullptr);
+        bp.name = Derived::layer_name;
+        bp.lengths = X.lengths();
+        bp.width = X.data().shape(1);
+        return {std::move(Y), std::move(bp)};
+    }
+};
+
+}  // namespace tenon::detail

@@ -1,0 +1,441 @@
+// What the transfer layers (list2ragged(), ragged2list(), ...) and the wrappers
+// (with_array(), with_padded(), ...) share: traits over the sequence types, Thinc's
+// flatten/unflatten (with `pad` rows), layout checks on gradients, the compile-time checks
+// of the wrappers (tenon-E030..E039) and a base class for a model that wraps one layer.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tenon/model/diagnostics.hpp"
+#include "tenon/model/layer.hpp"
+#include "tenon/model/widths.hpp"
+#include "tenon/types/sequences.hpp"
+
+namespace tenon {
+
+namespace detail::xfer {
+
+// Which kind of data a type is.
+template <class T>
+inline constexpr bool is_tarray_v = false;
+template <class T, std::size_t... E>
+inline constexpr bool is_tarray_v<Array<T, E...>> = true;
+template <class T>
+inline constexpr bool is_list_v = false;
+template <class A>
+inline constexpr bool is_list_v<List<A>> = true;
+template <class T>
+inline constexpr bool is_ragged_v = false;
+template <class A>
+inline constexpr bool is_ragged_v<BasicRagged<A>> = true;
+template <class T>
+inline constexpr bool is_padded_v = false;
+template <class A>
+inline constexpr bool is_padded_v<BasicPadded<A>> = true;
+
+// The array type of a sequence type (List<A>, BasicRagged<A>: A; BasicPadded<A3>: A3).
+template <class T>
+struct element_of {
+    using type = void;
+};
+template <class A>
+struct element_of<List<A>> {
+    using type = A;
+};
+template <class A>
+struct element_of<BasicRagged<A>> {
+    using type = A;
+};
+template <class A>
+struct element_of<BasicPadded<A>> {
+    using type = A;
+};
+template <class T>
+using element_t = typename element_of<T>::type;
+
+template <class A>
+inline constexpr bool is_tarray2d_v = [] {
+    if constexpr (is_tarray_v<A>) return A::rank == 2; else return false;
+}();
+template <class A>
+using add_axis_t = typename add_axis<A>::type;
+template <class A>
+using drop_axis_t = typename drop_axis<A>::type;
+
+// A pointer to what a layer's initialize_from takes for a data type (the view type for
+// arrays, the type itself otherwise).
+template <class T>
+using sample_ptr = const std::remove_reference_t<input_view_t<T>>*;
+
+inline std::string ints_str(const Ints1d& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+}
+
+// Run-time checks of the transfers (ids tenon-E170..E179, docs/diagnostics.md).
+// E170: a gradient whose layout (number of sequences, lengths, padding) is not the layout of
+// the output it is the gradient of.
+[[noreturn]] inline void throw_layout(const std::string& who, const std::string& what, const std::string& expected,
+                                      const std::string& found) {
+    throw ShapeError(who + ": backprop: the gradient must have the layout of the output: expected " + what + " " +
+                         expected + " but found " + found,
+                     "tenon-E170");
+}
+inline void check_lengths(const std::string& who, const Ints1d& expected, const Ints1d& found) {
+    if (expected.size() != found.size() || !std::equal(expected.begin(), expected.end(), found.begin()))
+        throw_layout(who, "lengths", ints_str(expected), ints_str(found));
+}
+// The rows of each array of a list (its lengths).
+template <class A>
+Ints1d lengths_of(const std::vector<A>& xs) {
+    Ints1d l({xs.size()}, uninitialized);
+    for (std::size_t i = 0; i < xs.size(); ++i) l[i] = static_cast<std::int32_t>(xs[i].shape(0));
+    return l;
+}
+template <class A>
+void check_list_lengths(const std::string& who, const Ints1d& expected, const std::vector<A>& dY) {
+    const Ints1d found = lengths_of(dY);
+    if (found.size() != expected.size() || !std::equal(expected.begin(), expected.end(), found.begin()))
+        throw_layout(who, "a list of arrays with rows", ints_str(expected), ints_str(found));
+}
+// A Padded layout (steps, size_at_t, lengths, indices), kept by a backprop to check and
+// rebuild gradients.
+struct PaddedLayout {
+    std::size_t steps = 0;
+    Ints1d size_at_t, lengths, indices;
+    template <class P>
+    static PaddedLayout of(const P& p) {
+        return {p.steps(), p.size_at_t(), p.lengths(), p.indices()};
+    }
+    template <class P>
+    void check(const std::string& who, const P& dY) const {
+        auto same = [](const Ints1d& a, const Ints1d& b) {
+            return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+        };
+        if (dY.steps() != steps || !same(dY.lengths(), lengths) || !same(dY.indices(), indices))
+            throw_layout(who, "a Padded with steps " + std::to_string(steps) + ", lengths",
+                         ints_str(lengths) + " and indices " + ints_str(indices),
+                         "steps " + std::to_string(dY.steps()) + ", lengths " + ints_str(dY.lengths()) +
+                             " and indices " + ints_str(dY.indices()));
+    }
+    // Arrays of a list (original order) placed in this layout: column b holds list item
+    // indices[b]. (Thinc's list2padded sorts again; for a layout that list2padded made, the
+    // result is the same.)
+    template <class A>
+    BasicPadded<add_axis_t<A>> pad(const std::string& who, const std::vector<A>& xs,
+                                   const typename A::shape_type& fallback) const {
+        const std::size_t B = lengths.size();
+        check_list_lengths_by_index(who, xs);
+        typename add_axis_t<A>::shape_type shape{};
+        shape[0] = steps;
+        shape[1] = B;
+        std::size_t inner = 1;
+        for (std::size_t d = 1; d < A::rank; ++d) {
+            shape[d + 1] = xs.empty() ? fallback[d] : xs[0].shape(d);
+            inner *= shape[d + 1];
+        }
+        add_axis_t<A> data(shape);
+        for (std::size_t b = 0; b < B; ++b) {
+            const auto& x = xs[static_cast<std::size_t>(indices[b])];
+            for (std::size_t t = 0; t < x.shape(0); ++t)
+                std::memcpy(data.data() + (t * B + b) * inner, x.data() + t * inner,
+                            inner * sizeof(typename A::value_type));
+        }
+        return BasicPadded<add_axis_t<A>>(std::move(data), size_at_t, lengths, indices);
+    }
+    // A list in the original order must have, at position indices[b], lengths[b] rows.
+    template <class A>
+    void check_list_lengths_by_index(const std::string& who, const std::vector<A>& xs) const {
+        Ints1d expected({lengths.size()}, uninitialized);
+        for (std::size_t b = 0; b < lengths.size(); ++b) expected[static_cast<std::size_t>(indices[b])] = lengths[b];
+        check_list_lengths(who, expected, xs);
+    }
+};
+
+// E171: the wrapped layer returned another number of rows (or sequences) than it was given,
+// so its output cannot be split back into the input's sequences.
+[[noreturn]] inline void throw_rows(const std::string& who, const std::string& what, std::size_t expected,
+                                    std::size_t found) {
+    throw ShapeError(who + ": the wrapped layer must keep the " + what + ": expected " + std::to_string(expected) +
+                         " but it returned " + std::to_string(found),
+                     "tenon-E171");
+}
+
+// E171 also: a wrapped layer that changed the sequences' lengths where the wrapper needs them.
+inline void check_kept_lengths(const std::string& who, const Ints1d& expected, const Ints1d& found) {
+    if (expected.size() != found.size() || !std::equal(expected.begin(), expected.end(), found.begin()))
+        throw ShapeError(who + ": the wrapped layer must keep the sequences' lengths: expected " + ints_str(expected) +
+                             " but it returned " + ints_str(found),
+                         "tenon-E171");
+}
+
+// Thinc's ops.flatten(xs, pad): the arrays one after another, with `pad` zero rows before,
+// between and after the non-empty ones; an empty list gives `fallback`'s shape with 0 rows.
+template <class A>
+A flatten(const std::vector<A>& xs, std::size_t pad, const char* who,
+          typename A::shape_type fallback = typename A::shape_type{}) {
+    typename A::shape_type shape = fallback;
+    const std::size_t rows = list_rows(xs, who, &shape);
+    std::size_t nonempty = 0;
+    for (const auto& x : xs) nonempty += x.size() != 0;
+    shape[0] = rows + (pad && nonempty ? (nonempty + 1) * pad : 0);
+    A out(shape, uninitialized);
+    const std::size_t inner = row_size(shape);
+    using T = typename A::value_type;
+    T* dst = out.data();
+    auto zeros = [&] {
+        if (pad && inner) std::memset(static_cast<void*>(dst), 0, pad * inner * sizeof(T));
+        dst += pad * inner;
+    };
+    for (const auto& x : xs) {
+        if (x.size() == 0) continue;
+        zeros();
+        std::memcpy(dst, x.data(), x.size() * sizeof(T));
+        dst += x.size();
+    }
+    if (nonempty) zeros();
+    return out;
+}
+// The total rows that flatten() gives for these lengths and pad.
+inline std::size_t flat_rows(const Ints1d& lengths, std::size_t pad) {
+    std::size_t rows = 0, nonempty = 0;
+    for (auto l : lengths) {
+        rows += static_cast<std::size_t>(l);
+        nonempty += l > 0;
+    }
+    return rows + (pad && nonempty ? (nonempty + 1) * pad : 0);
+}
+// Thinc's ops.unflatten(X, lengths, pad): the inverse of flatten (the pad rows dropped).
+// The caller checks X's rows (flat_rows).
+template <class A, class V>
+List<A> unflatten(const V& X, const Ints1d& lengths, std::size_t pad) {
+    const std::size_t inner = row_size(X.shape());
+    List<A> out;
+    out.reserve(lengths.size());
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        const auto n = static_cast<std::size_t>(lengths[i]);
+        if (n) row += pad;
+        typename A::shape_type shape = X.shape();
+        shape[0] = n;
+        A x(shape, uninitialized);
+        if (n != 0 && inner != 0)
+            std::memcpy(x.data(), X.data() + row * inner, n * inner * sizeof(typename A::value_type));
+        row += n;
+        out.push_back(std::move(x));
+    }
+    return out;
+}
+
+// A list as a Ragged, keeping `fallback`'s width when the list is empty.
+template <class A>
+BasicRagged<A> ragged_of(const std::vector<A>& xs, const char* who, const typename A::shape_type& fallback) {
+    return BasicRagged<A>(flatten(xs, 0, who, fallback), lengths_of(xs));
+}
+
+// The shape after the rows of an array (a zero row count in front), for empty batches.
+template <class S>
+S zero_rows(S shape) {
+    shape[0] = 0;
+    return shape;
+}
+
+// A model that wraps one layer (with_array, with_padded, ...): the child, its dims (nO, nI,
+// static where the child's are, copied from the child after initialisation, as Thinc's
+// wrappers do) and the static widths chain reads.
+template <class Derived, class L, class InT, class OutT>
+class Wrapper : public Layer<Derived, InT, OutT> {
+    using Base = Layer<Derived, InT, OutT>;
+    template <class, class, class, class>
+    friend class Wrapper;
+
+public:
+    static constexpr std::size_t static_nO = widths::static_nO<L>();
+    static constexpr std::size_t static_nI = widths::static_nI<L>();
+    static constexpr bool width_preserving = widths::width_preserving<L>;
+    static constexpr bool nO_is_nI = widths::nO_is_nI<L>;
+
+    L& layer() noexcept { return layer_; }
+    const L& layer() const noexcept { return layer_; }
+    void for_each_child(const std::function<void(Node&)>& f) override { f(layer_); }
+
+protected:
+    Wrapper(const char* name, L layer)
+        : Base(std::string(name) + "(" + layer.name() + ")", {{"nO", static_nO}, {"nI", static_nI}}, {}),
+          layer_(std::move(layer)) {
+        // A wrapper of an initialised (e.g. trained) layer is ready to use.
+        if (layer_.is_initialized()) {
+            sync_dims();
+            this->mark_initialized();
+        }
+    }
+    // From the same wrapper over the child before chain's width propagation rebound its nI.
+    template <class D2, class L2>
+    explicit Wrapper(Wrapper<D2, L2, InT, OutT>&& o) : Base(static_cast<Node&&>(o)), layer_(std::move(o.layer_)) {
+        if constexpr (static_nI != dyn) this->fix_dim(1, static_nI);
+    }
+
+    // Initialises the child on the converted samples (either may be null).
+    void init_child(const typename L::In* X, const typename L::Out* Y) {
+        // A width given to the wrapper (by chain, or set_dim) reaches a child that has none.
+        if (this->has_dim("nI") && !layer_.has_dim("nI"))
+            for (const auto& n : layer_.dim_names())
+                if (n == "nI") layer_.set_dim("nI", this->get_dim("nI"));
+        if constexpr (is_tarray_v<typename L::In>) {
+            typename L::InView vx;
+            if (X) vx = typename L::InView(*X);
+            init_child_y(X ? &vx : nullptr, Y);
+        } else {
+            init_child_y(X, Y);
+        }
+        sync_dims();
+        this->mark_initialized();
+    }
+    void sync_dims() {
+        for (const char* d : {"nO", "nI"})
+            if (layer_.has_dim(d)) this->set_dim(d, layer_.get_dim(d), true);
+    }
+
+    // The layer on its input: predict for a const wrapper, the training call otherwise (the
+    // layer's backprop kept in bp->inner).
+    template <class Self, class V, class BP>
+    static typename L::Out call(Self& self, const V& v, bool is_train, BP* bp) {
+        if constexpr (std::is_const_v<Self>) {
+            return self.layer_.predict(v);
+        } else {
+            auto [y, b] = self.layer_(v, is_train);
+            bp->inner = std::move(b);
+            return std::move(y);
+        }
+    }
+
+    L layer_;
+
+private:
+    void init_child_y(sample_ptr<typename L::In> X, const typename L::Out* Y) {
+        if constexpr (is_tarray_v<typename L::Out>) {
+            typename L::OutView vy;
+            if (Y) vy = typename L::OutView(*Y);
+            layer_.initialize_from(X, Y ? &vy : nullptr);
+        } else {
+            layer_.initialize_from(X, Y);
+        }
+    }
+};
+
+// The transfer layers without parameters (list2ragged, ...): ready at once, keep widths.
+template <class Derived, class InT, class OutT>
+class Transfer : public Layer<Derived, InT, OutT> {
+    using Base = Layer<Derived, InT, OutT>;
+
+public:
+    static constexpr bool width_preserving = true;
+
+protected:
+    explicit Transfer(const char* name) : Base(name, {}, {}) { this->mark_initialized(); }
+};
+
+// The input kind a wrapper was not given: with_array(layer) rather than with_array<Ragged>(layer).
+struct no_kind {};
+
+}  // namespace detail::xfer
+
+namespace check {
+// Named arguments of the transfer checks.
+template <class T>
+struct inner_input {};
+template <class T>
+struct inner_output {};
+template <class... Kinds>
+struct accepts {};
+struct with_array {};
+struct with_array2d {};
+struct with_padded {};
+struct with_ragged {};
+struct with_list {};
+struct with_flatten {};
+struct list2array {};
+struct list2ragged {};
+struct list2padded {};
+struct ragged2list {};
+struct padded2list {};
+
+// E030..E035: the wrapped layer's signature is not the one the wrapper needs.
+template <class InnerIn, class InnerOut>
+struct with_array_layer {
+    static_assert(always_false<InnerIn>,
+                  "[tenon-E030] with_array(layer): the layer must take an array and return an array (e.g. Relu: "
+                  "Floats2d -> Floats2d); it has inner_input<T> and inner_output<U>: see the line above");
+};
+template <class InnerIn, class InnerOut>
+struct with_array2d_layer {
+    static_assert(always_false<InnerIn>,
+                  "[tenon-E031] with_array2d(layer): the layer must take a 2d array and return a 2d array (e.g. "
+                  "Relu: Floats2d -> Floats2d); it has inner_input<T> and inner_output<U>: see the line above");
+};
+template <class InnerIn, class InnerOut>
+struct with_padded_layer {
+    static_assert(always_false<InnerIn>,
+                  "[tenon-E032] with_padded(layer): the layer must take a Padded and return a Padded; it has "
+                  "inner_input<T> and inner_output<U>: see the line above");
+};
+template <class InnerIn, class InnerOut>
+struct with_ragged_layer {
+    static_assert(always_false<InnerIn>,
+                  "[tenon-E033] with_ragged(layer): the layer must take a Ragged and return a Ragged; it has "
+                  "inner_input<T> and inner_output<U>: see the line above");
+};
+template <class InnerIn, class InnerOut>
+struct with_list_layer {
+    static_assert(always_false<InnerIn>,
+                  "[tenon-E034] with_list(layer): the layer must take a List of arrays and return a List of arrays "
+                  "(e.g. List<Floats2d> -> List<Floats2d>); it has inner_input<T> and inner_output<U>: see the "
+                  "line above");
+};
+template <class InnerIn, class InnerOut>
+struct with_flatten_layer {
+    static_assert(always_false<InnerIn>,
+                  "[tenon-E035] with_flatten(layer): the layer must take a List of arrays and return a List of "
+                  "arrays (one per item); it has inner_input<T> and inner_output<U>: see the line above");
+};
+// E036: the input kind named is not one the wrapper takes for this layer.
+template <class Wrapper, class Given, class Accepts>
+struct transfer_kind {
+    static_assert(always_false<Wrapper>,
+                  "[tenon-E036] with_...<Kind>(layer): Kind, the model's input type, is not one this wrapper "
+                  "takes for this layer (given_type<Kind>; accepts<...> lists the types it takes: see the line "
+                  "above)");
+};
+// E037: no input kind named.
+template <class Wrapper, class Accepts>
+struct transfer_kind_missing {
+    static_assert(always_false<Wrapper>,
+                  "[tenon-E037] with_...(layer): name the model's input type, e.g. with_array<Ragged>(layer) or "
+                  "with_list<Padded>(layer); the output is of the same kind (accepts<...> lists the types this "
+                  "layer allows: see the line above)");
+};
+// E038: the argument is not a tenon model.
+template <class Wrapper, class Argument>
+struct transfer_argument {
+    static_assert(always_false<Wrapper>,
+                  "[tenon-E038] with_...(layer): the argument must be a tenon model (layer, combinator or named "
+                  "model type); it is not_a_model<T>: see the line above");
+};
+// E039: a transfer layer's element type is not one it converts.
+template <class Transfer, class Given, class Expects>
+struct transfer_element {
+    static_assert(always_false<Transfer>,
+                  "[tenon-E039] list2array<A>(), list2ragged<A>(), list2padded<A>(), ragged2list<A>(), "
+                  "padded2list<A>(): A is the array type of one sequence (given_type<A>, expects_type<...>: see "
+                  "the line above)");
+};
+}  // namespace check
+
+}  // namespace tenon

@@ -1,0 +1,14 @@
+// expect: tenon-E035
+// expect-text: inner_input<tenon::check::Floats2d>
+// with_flatten over a layer that does not take a list.
+#include <tenon/layers/linear.hpp>
+#include <tenon/layers/relu.hpp>
+#include <tenon/transfers/with_array2d.hpp>
+#include <tenon/transfers/with_padded.hpp>
+#include <tenon/transfers/with_ragged.hpp>
+#include <tenon/transfers/with_list.hpp>
+#include <tenon/transfers/with_flatten.hpp>
+#include <tenon/transfers/list2padded.hpp>
+using namespace tenon;
+
+auto model = with_flatten(Relu<4>());

@@ -1,0 +1,7 @@
+// expect: tenon-E052
+// expect-text: Floats2d
+// The embedding layers take integer ids, not floats.
+#include <tenon/tenon.hpp>
+using namespace tenon;
+
+HashEmbed<8, Floats2d> model(100);
