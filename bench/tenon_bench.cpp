@@ -3,6 +3,7 @@
 // Thinc and PyTorch. Prints JSON lines {"figure", "system", "value", "unit"}.
 //   tenon_bench [--fraction F] [--latency-n N] [--figures a,b] [--threads N]
 #include <tenon/tenon.hpp>
+#include <tenon/backend/cpu/threads.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
         };
         if (a == "--fraction") fraction = std::atof(next().c_str());
         else if (a == "--latency-n") latency_n = std::atoi(next().c_str());
-        else if (a == "--threads") next();  // tenon runs the MLP on one thread (issue: within-op threads)
+        else if (a == "--threads") set_num_threads(static_cast<std::size_t>(std::atol(next().c_str())));  // 0: all cores
         else if (a == "--figures") {
             std::stringstream ss(next());
             for (std::string f; std::getline(ss, f, ',');) figures.insert(f);
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
         fix_random_seed(0);
         Dataset data = load_fashion_mnist();
         const Floats2d Y_train = to_categorical(data.y_train, 10);
-        std::fprintf(stderr, "tenon_bench: GEMM kernel %s\n", cpu::gemm_target());
+        std::fprintf(stderr, "tenon_bench: GEMM kernel %s, %zu thread(s)\n", cpu::gemm_target(), num_threads());
 
         for (std::size_t batch : {std::size_t{128}, std::size_t{32}}) {
             const std::string fig = "train_epoch_b" + std::to_string(batch);

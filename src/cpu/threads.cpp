@@ -1,11 +1,13 @@
 // The worker pool behind cpu::parallel_run (see include/tenon/backend/cpu/threads.hpp).
 // Workers wait for a new job by spinning briefly (a job every few microseconds is the
 // common case while training or serving, and a sleeping thread takes ~10 us to wake),
-// then sleep on a condition variable.
+// then sleep on a condition variable. The caller works on its own job too and never waits
+// for a worker that has not started (on a loaded machine a worker may not run for a while).
 #include "tenon/backend/cpu/threads.hpp"
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -49,45 +51,71 @@ public:
             return;
         }
         if (workers_.size() != want - 1) resize(want - 1);
-        task_ = task;
-        ctx_ = ctx;
-        count_ = n;
-        next_.store(0, std::memory_order_relaxed);
-        pending_.store(workers_.size(), std::memory_order_relaxed);
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            generation_.fetch_add(1, std::memory_order_release);
+        task_.store(task, std::memory_order_relaxed);
+        ctx_.store(ctx, std::memory_order_relaxed);
+        count_.store(n, std::memory_order_relaxed);
+        done_.store(0, std::memory_order_relaxed);
+        const std::uint64_t gen = (ticket_.load(std::memory_order_relaxed) >> 32) + 1;
+        ticket_.store(gen << 32, std::memory_order_release);  // publishes the job
+        generation_.fetch_add(1, std::memory_order_seq_cst);
+        // Spinning workers see the new generation; sleeping ones need the (slower) wake-up.
+        if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+            { std::lock_guard<std::mutex> lock(mutex_); }
+            wake_.notify_all();
         }
-        wake_.notify_all();
-        work();
-        // Every worker has left the job before the next one can start.
-        while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+        work(gen);
+        // The caller took what the workers had not: wait only for the tasks they are running
+        // (a worker that wakes late finds nothing left and touches nothing).
+        while (done_.load(std::memory_order_acquire) != n) cpu_relax();
         busy_.clear(std::memory_order_release);
     }
 
 private:
-    void work() {
-        for (std::size_t i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < count_;) task_(i, ctx_);
+    static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#else
+        std::this_thread::yield();
+#endif
+    }
+    // Takes task indices of job `gen` until none is left. ticket_ holds (generation << 32 |
+    // next index); a compare-exchange takes an index only while the job is still `gen`, so a
+    // worker that read an old generation can never run a task of a later job. task_, ctx_ and
+    // count_ are read before the exchange and belong to `gen` when it succeeds (they are
+    // rewritten only after every task of `gen` is done).
+    void work(std::uint64_t gen) {
+        for (;;) {
+            std::uint64_t t = ticket_.load(std::memory_order_acquire);
+            if ((t >> 32) != gen) return;
+            const cpu::Task task = task_.load(std::memory_order_relaxed);
+            void* const ctx = ctx_.load(std::memory_order_relaxed);
+            const std::size_t count = count_.load(std::memory_order_relaxed);
+            const std::size_t i = t & 0xffffffffu;
+            if (i >= count) return;
+            if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+            task(i, ctx);
+            done_.fetch_add(1, std::memory_order_acq_rel);
+        }
     }
     // `seen` is the generation when the worker was made: a job posted before the thread gets
     // to run is still seen as new.
     void worker_loop(std::size_t seen) {
         for (;;) {
-            std::size_t g = 0;
-            for (int spin = 0; spin < 20000; ++spin) {
+            std::size_t g = seen;
+            for (int spin = 0; spin < 4000 && g == seen; ++spin) {  // ~100 us
+                cpu_relax();
                 g = generation_.load(std::memory_order_acquire);
-                if (g != seen) break;
-                if (spin > 100) std::this_thread::yield();
             }
             if (g == seen) {
                 std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+                sleepers_.fetch_add(1, std::memory_order_seq_cst);
+                wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+                sleepers_.fetch_sub(1, std::memory_order_relaxed);
                 g = generation_.load(std::memory_order_acquire);
             }
             seen = g;
             if (stop_.load(std::memory_order_acquire)) return;
-            work();
-            pending_.fetch_sub(1, std::memory_order_acq_rel);
+            work(ticket_.load(std::memory_order_acquire) >> 32);
         }
     }
     // Called with no job running (busy_ held, or from the destructor).
@@ -114,13 +142,16 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     std::atomic<std::size_t> generation_{0};
+    std::atomic<int> sleepers_{0};  // workers waiting on wake_
     std::atomic<bool> stop_{false};
-    // The current job (written before generation_ is bumped, read after it is seen).
-    cpu::Task task_ = nullptr;
-    void* ctx_ = nullptr;
-    std::size_t count_ = 0;
-    std::atomic<std::size_t> next_{0};
-    std::atomic<std::size_t> pending_{0};
+    // The current job: written by the caller before it publishes the job in ticket_.
+    // (Atomic because a late worker may read them while the next job is being written; the
+    // values that matter are ordered by ticket_'s release/acquire.)
+    std::atomic<cpu::Task> task_{nullptr};
+    std::atomic<void*> ctx_{nullptr};
+    std::atomic<std::size_t> count_{0};
+    std::atomic<std::uint64_t> ticket_{0};
+    std::atomic<std::size_t> done_{0};
 };
 
 Pool& pool() {
