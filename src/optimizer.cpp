@@ -6,9 +6,41 @@
 #include <cmath>
 
 #include "cpu/kernels.hpp"
+#include "tenon/backend/cpu/threads.hpp"
 #include "tenon/model/node.hpp"
 
 namespace tenon {
+
+namespace {
+// The passes run over fixed chunks of a parameter, spread over the worker threads. The
+// chunks do not depend on the thread count, and the clipping norm adds the chunks' sums in
+// chunk order, so a step gives the same bits on any number of threads.
+constexpr std::size_t kChunk = std::size_t{1} << 14;
+
+template <class F>
+void over_chunks(std::size_t n, F&& f) {
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    cpu::parallel_for(chunks, [&](std::size_t c) {
+        const std::size_t begin = c * kChunk;
+        f(begin, std::min(n, begin + kChunk) - begin);
+    });
+}
+
+double chunked_sum_squares(const float* g, std::size_t n) {
+    constexpr std::size_t kMaxChunks = 256;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    if (chunks > kMaxChunks) {  // a parameter of more than 4M values: serial, in chunk order
+        double s = 0;
+        for (std::size_t b = 0; b < n; b += kChunk) s += cpu::sum_squares(g + b, std::min(kChunk, n - b));
+        return s;
+    }
+    double part[kMaxChunks];
+    over_chunks(n, [&](std::size_t b, std::size_t len) { part[b / kChunk] = cpu::sum_squares(g + b, len); });
+    double s = 0;
+    for (std::size_t c = 0; c < chunks; ++c) s += part[c];
+    return s;
+}
+}  // namespace
 
 void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g) {
     const std::size_t n = w.size();
@@ -23,7 +55,7 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
         for (std::size_t i = 0; i < n; ++i) G[i] += static_cast<float>(opts_.L2) * W[i];
     float gscale = 1.0f;
     if (opts_.grad_clip > 0.0) {
-        const double norm = std::sqrt(cpu::sum_squares(G, n));
+        const double norm = std::sqrt(chunked_sum_squares(G, n));
         if (norm >= opts_.grad_clip) gscale = static_cast<float>(opts_.grad_clip / norm);
     }
     const auto wd = static_cast<float>(opts_.L2 != 0.0 && opts_.L2_is_weight_decay ? 1.0 - opts_.learn_rate * opts_.L2
@@ -42,14 +74,21 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
         }
         // Thinc folds the bias corrections into the learning rate.
         const double fix1 = 1.0 - std::pow(opts_.beta1, t), fix2 = 1.0 - std::pow(opts_.beta2, t);
-        cpu::adam_pass(W, G, s.mom1.data(), s.mom2.data(), A, n, gscale, static_cast<float>(opts_.beta1),
-                  static_cast<float>(opts_.beta2), static_cast<float>(opts_.learn_rate * std::sqrt(fix2) / fix1),
-                  static_cast<float>(opts_.eps), decay, wd);
+        const auto b1 = static_cast<float>(opts_.beta1), b2 = static_cast<float>(opts_.beta2);
+        const auto lr_t = static_cast<float>(opts_.learn_rate * std::sqrt(fix2) / fix1);
+        const auto eps = static_cast<float>(opts_.eps);
+        float *M1 = s.mom1.data(), *M2 = s.mom2.data();
+        over_chunks(n, [&](std::size_t b, std::size_t len) {
+            cpu::adam_pass(W + b, G + b, M1 + b, M2 + b, A ? A + b : nullptr, len, gscale, b1, b2, lr_t, eps, decay, wd);
+        });
     } else if (opts_.beta2 > 0.0) {
         throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
                     "tenon-E120");
     } else {
-        cpu::sgd_pass(W, G, A, n, gscale, static_cast<float>(opts_.learn_rate), decay, wd);
+        const auto lr = static_cast<float>(opts_.learn_rate);
+        over_chunks(n, [&](std::size_t b, std::size_t len) {
+            cpu::sgd_pass(W + b, G + b, A ? A + b : nullptr, len, gscale, lr, decay, wd);
+        });
     }
 }
 

@@ -71,6 +71,26 @@ struct Operands {
     }
 };
 
+// dst[q * ldd + r] = src[r * lds + q] for an 8 x 8 block (AVX: unpack, shuffle, permute).
+inline void transpose8x8(const float* src, std::size_t lds, float* dst, std::size_t ldd) {
+    __m256 r[8], t[8];
+    for (std::size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+    for (std::size_t i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (std::size_t i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (std::size_t i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+        _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+}
+
 // op(A)[i0 + r, p0 + p] for r < mc, p < kc, as panels of MR rows (zero rows past mc).
 void pack_a(const Operands& o, std::size_t i0, std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
     for (std::size_t r0 = 0; r0 < mc; r0 += MR) {
@@ -113,8 +133,18 @@ void pack_b(const Operands& o, std::size_t p0, std::size_t kc, std::size_t j0, s
                 }
             }
         } else {
-            // op(B) = B^T (a dense layer's W): NR rows of B read side by side.
-            for (std::size_t c = 0; c < NR; ++c) {
+            // op(B) = B^T (a dense layer's W): NR rows of B read side by side, transposed
+            // 8 x 8 at a time in registers.
+            std::size_t c = 0;
+            if (cols == NR)
+                for (; c + 8 <= NR; c += 8) {
+                    const float* src = o.b + (j0 + c0 + c) * o.ldb + p0;
+                    std::size_t p = 0;
+                    for (; p + 8 <= kc; p += 8) transpose8x8(src + p, o.ldb, dst + p * NR + c, NR);
+                    for (; p < kc; ++p)
+                        for (std::size_t q = 0; q < 8; ++q) dst[p * NR + c + q] = src[q * o.ldb + p];
+                }
+            for (; c < NR; ++c) {
                 if (c < cols) {
                     const float* src = o.b + (j0 + c0 + c) * o.ldb + p0;
                     for (std::size_t p = 0; p < kc; ++p) dst[p * NR + c] = src[p];
