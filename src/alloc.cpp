@@ -1,7 +1,9 @@
-// Array memory: 64-byte aligned, with a per-thread cache of large freed blocks by exact
-// size. Training allocates the same few sizes every step; glibc serves each large block
-// with a fresh mmap (and page faults on first touch), which cost more than the arithmetic
-// at batch 32. The cache is bounded; blocks beyond the bound go back to the system.
+// Array memory: 64-byte aligned, with a per-thread cache of freed blocks by exact size.
+// Training and serving allocate the same few sizes at every step: after the first step of a
+// batch size every array comes from the cache, so a step makes no heap allocation
+// (tests/unit/test_alloc.cpp), and large blocks are not mapped afresh each time (glibc serves
+// each with a new mmap, whose page faults cost more than the arithmetic at batch 32). The
+// cache is bounded; blocks beyond the bound go back to the system.
 #include <cstddef>
 #include <new>
 #include <unordered_map>
@@ -12,7 +14,6 @@
 namespace tenon::detail {
 namespace {
 
-constexpr std::size_t cached_from = 16 * 1024;               // smaller blocks: malloc is fast
 constexpr std::size_t cache_limit = std::size_t{256} << 20;  // per thread
 
 void* raw_alloc(std::size_t bytes) { return ::operator new(bytes, std::align_val_t{array_alignment}); }
@@ -35,7 +36,7 @@ BlockCache& cache() {
 }  // namespace
 
 void* array_alloc(std::size_t bytes) {
-    if (bytes >= cached_from) {
+    {
         BlockCache& c = cache();
         auto it = c.free_blocks.find(bytes);
         if (it != c.free_blocks.end() && !it->second.empty()) {
@@ -50,7 +51,7 @@ void* array_alloc(std::size_t bytes) {
 
 void array_free(void* p, std::size_t bytes) noexcept {
     if (!p) return;
-    if (bytes >= cached_from) {
+    {
         BlockCache& c = cache();
         if (c.cached_bytes + bytes <= cache_limit) {
             try {

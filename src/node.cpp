@@ -286,3 +286,10 @@ void Node::apply_optimizer(Optimizer& optimizer) {
     }
 }
 }  // namespace tenon
+
+namespace tenon {
+void Node::apply_optimizer_tree(Optimizer& optimizer) {
+    apply_optimizer(optimizer);
+    for_each_child([&optimizer](Node& c) { c.apply_optimizer_tree(optimizer); });  // fits std::function's buffer
+}
+}  // namespace tenon

@@ -144,7 +144,7 @@ public:
     // Applies the optimizer to every parameter of this model and its descendants, then
     // zeroes the gradients (Thinc's finish_update).
     void finish_update(Optimizer& optimizer) {
-        for (Node* node : walk()) node->apply_optimizer(optimizer);
+        this->apply_optimizer_tree(optimizer);
     }
     // Anything else (a temporary optimizer, a learning rate): E015.
     template <class O>

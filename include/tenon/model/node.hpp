@@ -133,6 +133,9 @@ public:
     // (id, name) as in Thinc, then zeroes the gradient. Layer::finish_update calls it for
     // every node of the tree.
     void apply_optimizer(class Optimizer& optimizer);
+    // apply_optimizer on this node and every descendant, depth first, without allocating
+    // (walk() builds a list; a training step must not allocate: tests/unit/test_alloc.cpp).
+    void apply_optimizer_tree(class Optimizer& optimizer);
 
 protected:
     struct Dim {
