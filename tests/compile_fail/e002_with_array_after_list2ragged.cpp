@@ -1,7 +1,7 @@
 // expect: tenon-E002
 // expect-text: expects_type<tenon::check::List<tenon::check::Floats2d>
 // expect-text: produces_type<tenon::check::Ragged>
-// max-lines: 40
+// max-lines: 18
 // A wrapper for lists after a layer that outputs Ragged: the kinds must match in a chain.
 #include <tenon/combinators/chain.hpp>
 #include <tenon/layers/relu.hpp>

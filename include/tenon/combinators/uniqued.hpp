@@ -54,10 +54,10 @@ class Uniqued : public Layer<Uniqued<L>, typename L::In, typename L::Out> {
     static_assert(sizeof(check::uniqued_check<L>) > 0);  // E050, E051
     using Base = Layer<Uniqued<L>, typename L::In, typename L::Out>;
     friend Base;
-    using InView = typename Base::InView;
     using Key = typename L::In::value_type;
 
 public:
+    using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
     using typename Base::In;
     static constexpr std::size_t static_nO = widths::static_nO<L>();
 

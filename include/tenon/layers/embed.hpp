@@ -35,9 +35,9 @@ class Embed : public Layer<Embed<NO, In>, In, Floats2d> {
     friend Base;
     static_assert(sizeof(detail::embed_input_check<Embed, In>) > 0);          // E052
     static_assert(sizeof(check::width_check<NO, Embed, check::nO>) > 0);      // E012
-    using InView = typename Base::InView;
 
 public:
+    using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
     static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
 
     Embed(std::size_t nV, std::size_t column = 0, std::optional<double> dropout = {})

@@ -79,7 +79,11 @@ class ExpandWindow : public Layer<ExpandWindow<T, W, NI>, T, T> {
     friend Base;
     static_assert(sizeof(check::expand_window_check<T>) > 0);  // E053
     static_assert(sizeof(check::width_check<NI, ExpandWindow, check::nI>) > 0);  // E012
-    using InView = typename Base::InView;
+
+public:
+    using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
+
+private:
     using InPtr = const std::remove_reference_t<InView>*;
 
 public:

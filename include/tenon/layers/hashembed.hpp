@@ -63,9 +63,9 @@ class HashEmbed : public Layer<HashEmbed<NO, In>, In, Floats2d> {
     friend Base;
     static_assert(sizeof(detail::embed_input_check<HashEmbed, In>) > 0);          // E052
     static_assert(sizeof(check::width_check<NO, HashEmbed, check::nO>) > 0);      // E012
-    using InView = typename Base::InView;
 
 public:
+    using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
     static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
 
     HashEmbed(std::size_t nV, std::optional<std::uint32_t> seed = {}, std::size_t column = 0,
