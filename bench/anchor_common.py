@@ -37,6 +37,21 @@ ALL_FIGURES = [
     "accuracy_1epoch",
 ]
 
+# Reference rows of bench/gemm_bound.py (system "bound"): the time the MLP's matrix products
+# alone take with the fastest single-thread sgemm, and the figure each one is the limit of.
+BOUND_FIGURES = [
+    "gemm_bound_epoch_b128",
+    "gemm_bound_epoch_b32",
+    "gemm_bound_predict10k",
+    "gemm_bound_latency_b1",
+]
+BOUND_OF = {
+    "gemm_bound_epoch_b128": "train_epoch_b128",
+    "gemm_bound_epoch_b32": "train_epoch_b32",
+    "gemm_bound_predict10k": "predict10k_b128",
+    "gemm_bound_latency_b1": "latency_b1_p50",
+}
+
 # The model both anchors build: 784-512-512-10, dropout 0.2, Adam(0.001).
 N_HIDDEN = 512
 DROPOUT = 0.2

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""`make bench` driver: runs tenon and the Thinc / PyTorch anchors, prints a table.
+"""`make bench` driver: runs tenon and the Thinc / PyTorch / LibTorch / dlib anchors and the
+GEMM-only bound, prints a table.
 
 Usage:
   /usr/bin/python3 bench/run.py --tenon build/bench/tenon_bench [--out build/bench.json]
-      [--quick] [--repeat R] [--systems tenon,thinc,pytorch,pytorch-mt,thinc-mt]
+      [--libtorch build/bench/libtorch_bench] [--dlib build/bench/dlib_bench]
+      [--quick] [--repeat R] [--systems tenon,thinc,pytorch,libtorch,dlib,bound,...]
       [--fraction F] [--latency-n N] [--figures a,b,c] [--timeout S]
       [--tenon-threads N] [--python PATH] [--anchor-lib-dir DIR]
 
@@ -13,15 +15,25 @@ and prints JSON lines {"figure", "system", "value", "unit"} on stdout (anything 
 stdout is ignored; stderr is passed through as progress).  Each system runs R times
 (repeats are interleaved across systems); the median per (figure, system) is reported.
 The ratio columns are anchor / tenon: how many times faster tenon is (all timing figures
-are lower-is-better; no ratio is shown for accuracy).
+are lower-is-better; no ratio is shown for accuracy). --figures takes the figures below and
+the bound's (gemm_bound_*); each system is given only the ones it measures.
 
 Systems:
-  tenon       the C++ binary given by --tenon, with --threads <--tenon-threads> (default 1)
-  tenon-mt    the same binary with --threads 0 (its records are relabelled "tenon-mt")
+  tenon       the C++ binary given by --tenon, with --threads <--tenon-threads> (default 0: every
+              core, tenon's default and best setting)
+  tenon-1t    the same binary with --threads 1 (its records are relabelled "tenon-1t")
   thinc       bench/bench_thinc.py --threads 1      thinc-mt    ... --threads 0 (default)
   pytorch     bench/bench_torch.py --threads 1      pytorch-mt  ... --threads 0 (default)
+  libtorch    the C++ binary given by --libtorch (bench/libtorch_bench.cpp, PyTorch's C++ API)
+              with --threads 1                       libtorch-mt ... --threads 0 (default)
+  dlib        the C++ binary given by --dlib (bench/dlib_bench.cpp) with --threads 1
+  bound       bench/gemm_bound.py --threads 1: the time the MLP's matrix products alone take
+              with the fastest single-thread sgemm found (figures gemm_bound_*). It is printed
+              as reference rows below the table, with every system's time as a multiple of it.
+Without --systems, libtorch, libtorch-mt and dlib are run when their binary exists
+(`make bench` builds them when LibTorch / dlib are installed).
 
-The anchors run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from their
+The anchors (and the bound) run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from their
 environment (these machine-wide settings slow OpenBLAS down); tenon keeps the environment.
 A missing binary, a missing Python package or a failing system is reported and skipped.
 """
@@ -38,11 +50,15 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from anchor_common import ALL_FIGURES as FIGURES, make_log  # noqa: E402  (standard library only)
+from anchor_common import ALL_FIGURES, BOUND_FIGURES, BOUND_OF, make_log  # noqa: E402  (standard library only)
 
+FIGURES = ALL_FIGURES + BOUND_FIGURES
 HIGHER_IS_BETTER = {"accuracy_1epoch"}
-DEFAULT_SYSTEMS = ["tenon", "thinc", "pytorch", "pytorch-mt", "thinc-mt"]
-KNOWN_SYSTEMS = ["tenon", "tenon-mt", "thinc", "thinc-mt", "pytorch", "pytorch-mt"]
+DEFAULT_SYSTEMS = ["tenon", "tenon-1t", "thinc", "pytorch", "pytorch-mt", "thinc-mt", "libtorch", "libtorch-mt", "dlib", "bound"]
+KNOWN_SYSTEMS = ["tenon", "tenon-1t", "thinc", "thinc-mt", "pytorch", "pytorch-mt", "libtorch", "libtorch-mt",
+                 "dlib", "bound"]
+BINARY_SYSTEMS = {"libtorch": "libtorch", "libtorch-mt": "libtorch", "dlib": "dlib"}  # system -> option naming it
+REFERENCE_SYSTEMS = {"bound"}  # rows of their own, no ratio column
 ANCHOR_ENV_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
 
@@ -53,16 +69,20 @@ log = make_log("bench")
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tenon", default="build/bench/tenon_bench", help="path to the tenon benchmark binary")
+    p.add_argument("--libtorch", default="build/bench/libtorch_bench", help="path to the LibTorch anchor binary")
+    p.add_argument("--dlib", default="build/bench/dlib_bench", help="path to the dlib anchor binary")
     p.add_argument("--out", default="build/bench.json", help="JSON output (list of median records)")
     p.add_argument("--quick", action="store_true",
                    help="1 repeat, --fraction 0.1, --latency-n 300 (explicit options still win)")
     p.add_argument("--repeat", type=int, default=None, help="repeats per system (default 3; quick: 1)")
-    p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS),
-                   help="comma-separated, from: " + ",".join(KNOWN_SYSTEMS))
+    p.add_argument("--systems", default=None,
+                   help="comma-separated, from: " + ",".join(KNOWN_SYSTEMS) + " (default: "
+                   + ",".join(DEFAULT_SYSTEMS) + ", the C++ anchors only where their binary exists)")
     p.add_argument("--fraction", type=float, default=None, help="epoch fraction (default 1.0; quick: 0.1)")
     p.add_argument("--latency-n", type=int, default=None, help="batch-1 calls timed (default 2000; quick: 300)")
     p.add_argument("--figures", default="", help="comma-separated subset (default: all)")
-    p.add_argument("--tenon-threads", type=int, default=1, help="--threads passed to the 'tenon' system (default 1)")
+    p.add_argument("--tenon-threads", type=int, default=0,
+                   help="--threads passed to the 'tenon' system (default 0: all cores)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per system run (default 3600)")
     p.add_argument("--python", default=None,
                    help="interpreter for the anchors (default /usr/bin/python3 if present, else this one)")
@@ -79,14 +99,28 @@ def parse_args(argv=None):
         p.error("--repeat must be >= 1")
     if not (0.0 < args.fraction <= 1.0):
         p.error("--fraction must be in (0, 1]")
-    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if args.systems is None:
+        args.systems = [s for s in DEFAULT_SYSTEMS
+                        if s not in BINARY_SYSTEMS or executable(getattr(args, BINARY_SYSTEMS[s]))]
+    else:
+        args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     bad = [s for s in args.systems if s not in KNOWN_SYSTEMS]
     if bad:
         p.error("unknown system(s): " + ",".join(bad))
     args.figures = [f.strip() for f in args.figures.split(",") if f.strip()]
+    bad = [f for f in args.figures if f not in FIGURES]
+    if bad:
+        p.error("unknown figure(s): " + ",".join(bad))
     if args.python is None:
         args.python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     return args
+
+
+def executable(path):
+    """The path of an executable file (looked up in PATH when `path` has no directory), or None."""
+    if os.sep not in path:
+        path = shutil.which(path) or path
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
 # --------------------------------------------------------------------------- machine
@@ -125,6 +159,14 @@ class System:
         self.failed = False
         self.skip_reason = None
 
+    def figures(self, wanted):
+        """The subset of `wanted` (run.py's --figures) this system measures; [] for all."""
+        if not wanted:
+            return []
+        if self.name == "bound":
+            return [f for f in wanted if f in BOUND_FIGURES or f in BOUND_OF.values()]
+        return [f for f in wanted if f in ALL_FIGURES]
+
 
 def anchor_env(args):
     env = dict(os.environ)
@@ -156,17 +198,29 @@ def build_systems(args):
         return checked[module]
 
     for name in args.systems:
-        if name in ("tenon", "tenon-mt"):
-            threads = args.tenon_threads if name == "tenon" else 0
+        if name in ("tenon", "tenon-1t"):
+            threads = args.tenon_threads if name == "tenon" else 1
             s = System(name, [args.tenon, "--threads", str(threads)], dict(os.environ),
-                       label=None if name == "tenon" else "tenon-mt")
-            path = args.tenon
-            if os.sep not in path:
-                path = shutil.which(path) or path
-            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                       label=None if name == "tenon" else "tenon-1t")
+            path = executable(args.tenon)
+            if not path:
                 s.skip_reason = f"tenon binary not found or not executable: {args.tenon} (build it first)"
             else:
                 s.cmd[0] = path
+        elif name in BINARY_SYSTEMS:
+            given = getattr(args, BINARY_SYSTEMS[name])
+            s = System(name, [given, "--threads", "0" if name.endswith("-mt") else "1"], aenv)
+            path = executable(given)
+            if not path:
+                s.skip_reason = (f"{name} binary not found or not executable: {given} (`make bench` builds it "
+                                 f"when {'LibTorch' if name.startswith('libtorch') else 'dlib'} is installed)")
+            else:
+                s.cmd[0] = path
+        elif name == "bound":
+            s = System(name, [args.python, os.path.join(HERE, "gemm_bound.py"), "--threads", "1"], aenv)
+            ok, why = have("numpy")
+            if not ok:
+                s.skip_reason = f"numpy is not importable with {args.python} ({why[0] if why else ''}); skipping"
         else:
             base, mt = name.split("-")[0], name.endswith("-mt")
             script = os.path.join(HERE, "bench_thinc.py" if base == "thinc" else "bench_torch.py")
@@ -175,6 +229,8 @@ def build_systems(args):
             ok, why = have(module)
             if not ok:
                 s.skip_reason = f"{module} is not importable with {args.python} ({why[0] if why else ''}); skipping"
+        if not s.skip_reason and args.figures and not s.figures(args.figures):
+            s.skip_reason = "measures none of the requested figures"
         systems.append(s)
     return systems
 
@@ -183,7 +239,7 @@ def run_system(s, args, rep):
     """Runs one system once; returns (records, error or None)."""
     cmd = list(s.cmd) + ["--fraction", repr(args.fraction), "--latency-n", str(args.latency_n)]
     if args.figures:
-        cmd += ["--figures", ",".join(args.figures)]
+        cmd += ["--figures", ",".join(s.figures(args.figures))]
     log(f"repeat {rep}/{args.repeat}: {s.name}: {' '.join(cmd)}")
     t0 = time.perf_counter()
     try:
@@ -255,10 +311,42 @@ def fmt_value(v, unit):
     return f"{v:.4g}" if abs(v) < 1 else f"{v:.3f}"
 
 
+def print_rows(header, rows, out):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    line = "  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(header))
+    print(line, file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in rows:
+        print("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)),
+              file=out)
+
+
+def print_bound(medians, systems, out):
+    """The bound's reference rows: its value, then each system's figure as a multiple of it."""
+    others = [s for s in systems if s not in REFERENCE_SYSTEMS and any(k[1] == s for k in medians)]
+    rows = []
+    for f in BOUND_FIGURES:
+        b = medians.get((f, "bound"))
+        if not b:
+            continue
+        row = [f, b["unit"], fmt_value(b["value"], b["unit"])]
+        for s in others:
+            r = medians.get((BOUND_OF[f], s))
+            row.append(f"{r['value'] / b['value']:.2f}x" if r and b["value"] > 0 else "-")
+        rows.append(row)
+    if not rows:
+        return
+    print("\nGEMM-only bound (the MLP's matrix products alone, fastest single-thread sgemm) and each "
+          "system's figure as a multiple of it:", file=out)
+    print_rows(["bound", "unit", "bound"] + [f"{s}/bound" for s in others], rows, out)
+    print("(" + ", ".join(f"{f} bounds {BOUND_OF[f]}" for f in BOUND_FIGURES
+                          if (f, "bound") in medians) + ")", file=out)
+
+
 def print_table(medians, systems, out=sys.stdout):
-    sys_names = [s for s in systems if any(k[1] == s for k in medians)]
-    figs = [f for f in FIGURES if any(k[0] == f for k in medians)]
-    figs += sorted({k[0] for k in medians} - set(figs))
+    sys_names = [s for s in systems if s not in REFERENCE_SYSTEMS and any(k[1] == s for k in medians)]
+    figs = [f for f in ALL_FIGURES if any(k[0] == f for k in medians)]
+    figs += sorted({k[0] for k in medians if k[1] not in REFERENCE_SYSTEMS} - set(figs))
     anchors = [s for s in sys_names if not s.startswith("tenon")]
     header = ["figure", "unit"] + sys_names
     if "tenon" in sys_names:
@@ -279,16 +367,12 @@ def print_table(medians, systems, out=sys.stdout):
                 else:
                     row.append("-")
         rows.append(row)
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
-    line = "  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(header))
-    print(line, file=out)
-    print("  ".join("-" * w for w in widths), file=out)
-    for row in rows:
-        print("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)),
-              file=out)
+    if rows:
+        print_rows(header, rows, out)
     if "tenon" in sys_names and anchors:
         print("(ratio = anchor / tenon: how many times faster tenon is; lower is better for all timings)",
               file=out)
+    print_bound(medians, systems, out)
     out.flush()
 
 
@@ -299,9 +383,9 @@ def main(argv=None):
         f"fraction={args.fraction} latency-n={args.latency_n}")
     if any(not s.startswith("tenon") for s in args.systems) and blas_is_reference(machine) \
             and not args.anchor_lib_dir:
-        log(f"WARNING: {SYSTEM_LIB} -> {machine['libblas']} is the reference (netlib) BLAS; PyTorch's "
-            "Linear layers call it, so the pytorch anchors will be far slower than with OpenBLAS "
-            "(install libopenblas0-pthread, or pass --anchor-lib-dir)")
+        log(f"WARNING: {SYSTEM_LIB} -> {machine['libblas']} is the reference (netlib) BLAS; PyTorch's / "
+            "LibTorch's Linear layers and dlib's fc call it, so those anchors (and the bound) will be far "
+            "slower than with OpenBLAS (install libopenblas0-pthread, or pass --anchor-lib-dir)")
     systems = build_systems(args)
     for s in systems:
         if s.skip_reason:
