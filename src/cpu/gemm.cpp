@@ -129,4 +129,14 @@ void sgemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float 
 
 const char* gemm_target() { return chosen().name; }
 
+// Run by each new worker thread before it takes work (src/cpu/threads.cpp): a product on each
+// path of the kernel makes the thread's packing buffers (and the registration of their
+// destructors), so that no product allocates once the pool is running.
+void prepare_worker_thread() {
+    float a[8 * 4] = {}, b[4 * 4] = {}, c[8 * 4] = {};
+    const Choice& ch = chosen();
+    ch.fn(false, false, 8, 4, 4, 1.0f, a, 4, b, 4, 0.0f, c, 4);  // packed path (m > 4)
+    ch.fn(true, true, 1, 4, 4, 1.0f, a, 1, b, 4, 0.0f, c, 4);    // small-m path, op(A) = A^T
+}
+
 }  // namespace tenon::cpu

@@ -17,6 +17,9 @@
 #include "tenon/error.hpp"
 
 namespace tenon {
+namespace cpu {
+void prepare_worker_thread();  // src/cpu/gemm.cpp
+}
 namespace {
 
 std::size_t default_threads() {
@@ -100,6 +103,8 @@ private:
     // `seen` is the generation when the worker was made: a job posted before the thread gets
     // to run is still seen as new.
     void worker_loop(std::size_t seen) {
+        cpu::prepare_worker_thread();
+        ready_.fetch_add(1, std::memory_order_release);
         for (;;) {
             std::size_t g = seen;
             for (int spin = 0; spin < 4000 && g == seen; ++spin) {  // ~100 us
@@ -132,7 +137,11 @@ private:
             stop_.store(false, std::memory_order_release);
         }
         const std::size_t g = generation_.load(std::memory_order_acquire);
+        ready_.store(0, std::memory_order_relaxed);
         for (std::size_t i = 0; i < n; ++i) workers_.emplace_back([this, g] { worker_loop(g); });
+        // The new workers have made their scratch memory before the first job (no allocation
+        // after the pool is up: tests/unit/test_alloc.cpp).
+        while (ready_.load(std::memory_order_acquire) != n) std::this_thread::yield();
     }
 
     std::mutex config_;
@@ -143,6 +152,7 @@ private:
     std::condition_variable wake_;
     std::atomic<std::size_t> generation_{0};
     std::atomic<int> sleepers_{0};  // workers waiting on wake_
+    std::atomic<std::size_t> ready_{0};  // new workers that have prepared their scratch
     std::atomic<bool> stop_{false};
     // The current job: written by the caller before it publishes the job in ticket_.
     // (Atomic because a late worker may read them while the next job is being written; the
