@@ -45,13 +45,8 @@ public:
     Embed(std::size_t nV, EmbedOptions o)
         : Base("embed", {{"nO", NO}, {"nV", dyn}}, {"E"}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
-        if (nV == 0) throw Error("embed: nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
-        this->set_dim("nV", nV);
-        if (o.nO != dyn) this->set_dim("nO", o.nO);
-        detail::check_column<In>(this->name(), o.column);
-        detail::check_dropout_rate(this->name(), o.dropout);
-        this->set_attr("column", static_cast<std::int64_t>(o.column));
-        if (o.dropout) this->set_attr("dropout_rate", *o.dropout);
+        detail::check_table_args<In>(*this, "embed", nV, o.nO, o.column, o.dropout);
+        detail::set_table_attrs(*this, o.column, o.dropout);
     }
 
     std::size_t column() const { return static_cast<std::size_t>(this->template attr_as<std::int64_t>("column")); }
@@ -63,20 +58,9 @@ public:
         typename In::shape_type shape{};  // X's, for the (zero) gradient of the ids
         In operator()(Floats2dCView dY) const {
             const std::size_t n = rows.size(), nO = layer ? layer->dim(0) : 0;
-            if (!layer || dY.shape(0) != n || dY.shape(1) != nO)
-                throw ShapeError("embed: backprop: expected a gradient of shape (" + std::to_string(n) + ", " +
-                                     std::to_string(nO) + ") like the output, but found (" +
-                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
-                                 "tenon-E191");
+            detail::check_table_grad("embed", layer, dY, n, nO);
             float* dE = layer->param(0).grad.data();
-            for (std::size_t r = 0; r < n; ++r) {
-                const float* dy = dY.data() + r * nO;
-                float* e = dE + rows[r] * nO;
-                if (mask.size())
-                    for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j] * mask[j];
-                else
-                    for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j];
-            }
+            for (std::size_t r = 0; r < n; ++r) detail::add_grad_row(dE + rows[r] * nO, dY.data() + r * nO, mask, nO);
             return In(shape);
         }
     };

@@ -74,14 +74,9 @@ public:
     HashEmbed(std::size_t nV, HashEmbedOptions o)
         : Base("hashembed", {{"nO", NO}, {"nV", dyn}}, {"E"}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
-        if (nV == 0) throw Error("hashembed: nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
-        this->set_dim("nV", nV);
-        if (o.nO != dyn) this->set_dim("nO", o.nO);
-        detail::check_column<In>(this->name(), o.column);
-        detail::check_dropout_rate(this->name(), o.dropout);
+        detail::check_table_args<In>(*this, "hashembed", nV, o.nO, o.column, o.dropout);
         this->set_attr("seed", static_cast<std::int64_t>(o.seed ? *o.seed : static_cast<std::uint32_t>(this->id())));
-        this->set_attr("column", static_cast<std::int64_t>(o.column));
-        if (o.dropout) this->set_attr("dropout_rate", *o.dropout);
+        detail::set_table_attrs(*this, o.column, o.dropout);
     }
 
     std::uint32_t seed() const { return static_cast<std::uint32_t>(this->template attr_as<std::int64_t>("seed")); }
@@ -94,23 +89,13 @@ public:
         typename In::shape_type shape{};  // X's, for the (zero) gradient of the ids
         In operator()(Floats2dCView dY) const {
             const std::size_t rows = keys.size() / 4, nO = layer ? layer->dim(0) : 0;
-            if (!layer || dY.shape(0) != rows || dY.shape(1) != nO)
-                throw ShapeError("hashembed: backprop: expected a gradient of shape (" + std::to_string(rows) + ", " +
-                                     std::to_string(nO) + ") like the output, but found (" +
-                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
-                                 "tenon-E191");
+            detail::check_table_grad("hashembed", layer, dY, rows, nO);
             float* dE = layer->param(0).grad.data();
-            std::vector<float> d(nO);
             // Key by key, as Thinc's four scatter_adds.
             for (std::size_t k = 0; k < 4; ++k)
-                for (std::size_t r = 0; r < rows; ++r) {
-                    const float* dy = dY.data() + r * nO;
-                    float* e = dE + static_cast<std::size_t>(keys[r * 4 + k]) * nO;
-                    if (mask.size())
-                        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j] * mask[j];
-                    else
-                        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j];
-                }
+                for (std::size_t r = 0; r < rows; ++r)
+                    detail::add_grad_row(dE + static_cast<std::size_t>(keys[r * 4 + k]) * nO, dY.data() + r * nO,
+                                         mask, nO);
             return In(shape);
         }
     };

@@ -88,6 +88,18 @@ struct with_array_sig {
     }
     using accepts = decltype(accepts_of());
 };
+template <class L>
+using with_array_sig_any = with_array_sig<L, false>;
+template <class L>
+using with_array_sig_2d = with_array_sig<L, true>;
+template <>
+struct wrapper_name<with_array_sig_any> {
+    using type = check::with_array;
+};
+template <>
+struct wrapper_name<with_array_sig_2d> {
+    using type = check::with_array2d;
+};
 
 // An array of type A from sample data of any kind (for initialize: copies).
 template <class A, class X>
@@ -121,6 +133,7 @@ class WithArray
     using Base = detail::xfer::Wrapper<WithArray, L, Kind, typename detail::xfer::array_out<B, mode>::type>;
     using LayerBase = Layer<WithArray, Kind, typename detail::xfer::array_out<B, mode>::type>;
     friend LayerBase;
+    friend Base;
     template <class, class, bool>
     friend class WithArray;
 
@@ -189,47 +202,29 @@ private:
         if (Y) y = detail::xfer::inner_array<B>(*Y, pad_, who);
         this->init_child(x ? &*x : nullptr, y ? &*y : nullptr);
     }
-    Out predict_impl(InView X) const { return apply(*this, X, false, nullptr); }
-    std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
-        Backprop bp;
-        bp.model = this;
-        Out Y = apply(*this, X, is_train, &bp);
-        return {std::move(Y), std::move(bp)};
-    }
 
-    // The layer on one array: predict for a const model, the training call otherwise.
-    template <class Self, class V>
-    static B call(Self& self, const V& v, bool is_train, Backprop* bp) {
-        if constexpr (std::is_const_v<Self>) {
-            return self.layer_.predict(v);
-        } else {
-            auto [y, b] = self.layer_(v, is_train);
-            bp->inner = std::move(b);
-            return std::move(y);
-        }
-    }
     template <class Self>
     static Out apply(Self& self, InView X, bool is_train, Backprop* bp) {
         const std::string& who = self.name();
         if constexpr (mode == detail::xfer::array_mode::direct) {
-            return call(self, X, is_train, bp);
+            return Base::call(self, X, is_train, bp);
         } else if constexpr (mode == detail::xfer::array_mode::list) {
             const Ints1d lengths = detail::xfer::lengths_of(X);
             if (bp) bp->lengths = lengths;
             // An empty batch: nothing to run the layer on (Thinc's flatten gives a (0, 0) array).
             if (X.empty()) return Out{};
             const A Xf = detail::xfer::flatten(X, self.pad_, who.c_str());
-            const B Yf = call(self, Xf, is_train, bp);
+            const B Yf = Base::call(self, Xf, is_train, bp);
             if (Yf.shape(0) != Xf.shape(0)) detail::xfer::throw_rows(who, "number of rows", Xf.shape(0), Yf.shape(0));
             return detail::xfer::unflatten<B>(Yf, lengths, self.pad_);
         } else if constexpr (mode == detail::xfer::array_mode::ragged) {
             if (bp) bp->lengths = X.lengths();
-            B Y = call(self, X.data(), is_train, bp);
+            B Y = Base::call(self, X.data(), is_train, bp);
             if (Y.shape(0) != X.rows()) detail::xfer::throw_rows(who, "number of rows", X.rows(), Y.shape(0));
             return X.with_data(std::move(Y));
         } else if constexpr (mode == detail::xfer::array_mode::padded_direct) {
             if (bp) bp->layout = detail::xfer::PaddedLayout::of(X);
-            B Y = call(self, X.data(), is_train, bp);
+            B Y = Base::call(self, X.data(), is_train, bp);
             if (Y.shape(0) != X.data().shape(0) || Y.shape(1) != X.data().shape(1))
                 detail::xfer::throw_rows(who, "number of steps x sequences", X.data().shape(0) * X.data().shape(1),
                                    Y.shape(0) * Y.shape(1));
@@ -238,7 +233,7 @@ private:
             if (bp) bp->layout = detail::xfer::PaddedLayout::of(X);
             const auto& d = X.data();
             const std::size_t T = d.shape(0), N = d.shape(1);
-            const B Y = call(self, typename A::const_view_type(d.data(), {T * N, d.shape(2)}), is_train, bp);
+            const B Y = Base::call(self, typename A::const_view_type(d.data(), {T * N, d.shape(2)}), is_train, bp);
             if (Y.shape(0) != T * N) detail::xfer::throw_rows(who, "number of rows (steps x sequences)", T * N, Y.shape(0));
             return X.with_data(to3d(Y, T, N));
         }
@@ -257,22 +252,9 @@ private:
 template <class Kind = detail::xfer::no_kind, class L>
 auto with_array(L&& layer, std::size_t pad = 0) {
     using D = std::remove_cvref_t<L>;
-    if constexpr (!Model<D>) {
-        static_assert(sizeof(check::transfer_argument<check::with_array, check::not_a_model<check::name_t<D>>>) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (!detail::xfer::with_array_sig<D, false>::layer_ok) {
-        static_assert(sizeof(typename detail::xfer::with_array_sig<D, false>::layer_check) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (std::is_same_v<Kind, detail::xfer::no_kind>) {
-        static_assert(sizeof(check::transfer_kind_missing<check::with_array, typename detail::xfer::with_array_sig<D, false>::accepts>) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (!detail::xfer::with_array_sig<D, false>::template kind_ok<Kind>) {
-        static_assert(sizeof(check::transfer_kind<check::with_array, check::given_type<check::name_t<Kind>>,
-                                                  typename detail::xfer::with_array_sig<D, false>::accepts>) > 0);
-        return check::never<check::ok>();
-    } else {
-        return WithArray<D, Kind, false>(D(std::forward<L>(layer)), pad);
-    }
+    if constexpr (!detail::xfer::wrapper_ok<detail::xfer::with_array_sig_any, D, Kind>())
+        return detail::xfer::wrapper_failure<detail::xfer::with_array_sig_any, D, Kind>();
+    else return WithArray<D, Kind, false>(D(std::forward<L>(layer)), pad);
 }
 
 }  // namespace tenon

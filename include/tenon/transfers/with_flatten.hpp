@@ -50,6 +50,7 @@ class WithFlatten : public detail::xfer::Wrapper<WithFlatten<L>, L, NestedList<d
     using Base = detail::xfer::Wrapper<WithFlatten, L, NestedList<A>, NestedList<B>>;
     using LayerBase = Layer<WithFlatten, NestedList<A>, NestedList<B>>;
     friend LayerBase;
+    friend Base;
 
 public:
     using typename LayerBase::In;
@@ -89,13 +90,6 @@ private:
         if (X) x = detail::xfer::concat_lists(*X);
         if (Y) y = detail::xfer::concat_lists(*Y);
         this->init_child(x && !x->empty() ? &*x : nullptr, y && !y->empty() ? &*y : nullptr);
-    }
-    Out predict_impl(const In& X) const { return apply(*this, X, false, nullptr); }
-    std::pair<Out, Backprop> forward_impl(const In& X, bool is_train) {
-        Backprop bp;
-        bp.model = this;
-        Out Y = apply(*this, X, is_train, &bp);
-        return {std::move(Y), std::move(bp)};
     }
     template <class Self>
     static Out apply(Self& self, const In& X, bool is_train, Backprop* bp) {

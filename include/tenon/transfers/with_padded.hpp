@@ -68,6 +68,10 @@ struct with_padded_sig {
     }
     using accepts = decltype(accepts_of());
 };
+template <>
+struct wrapper_name<with_padded_sig> {
+    using type = check::with_padded;
+};
 
 // (T, B, ...) data as a Padded of B sequences of length T (Thinc's with_padded on an array).
 template <class PT, class V>
@@ -104,6 +108,7 @@ class WithPadded
     using Base = detail::xfer::Wrapper<WithPadded, L, Kind, OutT>;
     using LayerBase = Layer<WithPadded, Kind, OutT>;
     friend LayerBase;
+    friend Base;
     using M = detail::xfer::padded_mode;
 
 public:
@@ -154,13 +159,6 @@ private:
         if (Y) y = detail::xfer::padded_of<LO>(*Y);
         this->init_child(x ? &*x : nullptr, y ? &*y : nullptr);
     }
-    Out predict_impl(InView X) const { return apply(*this, X, false, nullptr); }
-    std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
-        Backprop bp;
-        bp.model = this;
-        Out Y = apply(*this, X, is_train, &bp);
-        return {std::move(Y), std::move(bp)};
-    }
 
     template <class Self>
     static Out apply(Self& self, InView X, bool is_train, Backprop* bp) {
@@ -190,22 +188,9 @@ private:
 template <class Kind = detail::xfer::no_kind, class L>
 auto with_padded(L&& layer) {
     using D = std::remove_cvref_t<L>;
-    if constexpr (!Model<D>) {
-        static_assert(sizeof(check::transfer_argument<check::with_padded, check::not_a_model<check::name_t<D>>>) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (!detail::xfer::with_padded_sig<D>::layer_ok) {
-        static_assert(sizeof(typename detail::xfer::with_padded_sig<D>::layer_check) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (std::is_same_v<Kind, detail::xfer::no_kind>) {
-        static_assert(sizeof(check::transfer_kind_missing<check::with_padded, typename detail::xfer::with_padded_sig<D>::accepts>) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (!detail::xfer::with_padded_sig<D>::template kind_ok<Kind>) {
-        static_assert(sizeof(check::transfer_kind<check::with_padded, check::given_type<check::name_t<Kind>>,
-                                                  typename detail::xfer::with_padded_sig<D>::accepts>) > 0);
-        return check::never<check::ok>();
-    } else {
-        return WithPadded<D, Kind>(D(std::forward<L>(layer)));
-    }
+    if constexpr (!detail::xfer::wrapper_ok<detail::xfer::with_padded_sig, D, Kind>())
+        return detail::xfer::wrapper_failure<detail::xfer::with_padded_sig, D, Kind>();
+    else return WithPadded<D, Kind>(D(std::forward<L>(layer)));
 }
 
 }  // namespace tenon

@@ -59,6 +59,10 @@ struct with_ragged_sig {
     }
     using accepts = decltype(accepts_of());
 };
+template <>
+struct wrapper_name<with_ragged_sig> {
+    using type = check::with_ragged;
+};
 }  // namespace detail::xfer
 
 template <class L, class Kind>
@@ -77,6 +81,7 @@ class WithRagged
     using Base = detail::xfer::Wrapper<WithRagged, L, Kind, OutT>;
     using LayerBase = Layer<WithRagged, Kind, OutT>;
     friend LayerBase;
+    friend Base;
     using M = detail::xfer::ragged_mode;
 
 public:
@@ -126,13 +131,6 @@ private:
             this->init_child(x ? &*x : nullptr, y ? &*y : nullptr);
         }
     }
-    Out predict_impl(InView X) const { return apply(*this, X, false, nullptr); }
-    std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
-        Backprop bp;
-        bp.model = this;
-        Out Y = apply(*this, X, is_train, &bp);
-        return {std::move(Y), std::move(bp)};
-    }
 
     template <class Self>
     static Out apply(Self& self, InView X, bool is_train, Backprop* bp) {
@@ -167,22 +165,9 @@ private:
 template <class Kind = detail::xfer::no_kind, class L>
 auto with_ragged(L&& layer) {
     using D = std::remove_cvref_t<L>;
-    if constexpr (!Model<D>) {
-        static_assert(sizeof(check::transfer_argument<check::with_ragged, check::not_a_model<check::name_t<D>>>) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (!detail::xfer::with_ragged_sig<D>::layer_ok) {
-        static_assert(sizeof(typename detail::xfer::with_ragged_sig<D>::layer_check) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (std::is_same_v<Kind, detail::xfer::no_kind>) {
-        static_assert(sizeof(check::transfer_kind_missing<check::with_ragged, typename detail::xfer::with_ragged_sig<D>::accepts>) > 0);
-        return check::never<check::ok>();
-    } else if constexpr (!detail::xfer::with_ragged_sig<D>::template kind_ok<Kind>) {
-        static_assert(sizeof(check::transfer_kind<check::with_ragged, check::given_type<check::name_t<Kind>>,
-                                                  typename detail::xfer::with_ragged_sig<D>::accepts>) > 0);
-        return check::never<check::ok>();
-    } else {
-        return WithRagged<D, Kind>(D(std::forward<L>(layer)));
-    }
+    if constexpr (!detail::xfer::wrapper_ok<detail::xfer::with_ragged_sig, D, Kind>())
+        return detail::xfer::wrapper_failure<detail::xfer::with_ragged_sig, D, Kind>();
+    else return WithRagged<D, Kind>(D(std::forward<L>(layer)));
 }
 
 }  // namespace tenon

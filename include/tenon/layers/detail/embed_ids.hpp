@@ -85,6 +85,38 @@ inline Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_t
     }
     return mask;
 }
+// What both tables' constructors check and set (HashEmbed sets its seed between the two):
+// nV >= 1 (tenon-E195), the dims, the column (E194) and the dropout rate (E195) ...
+template <class In>
+void check_table_args(Node& layer, const char* who, std::size_t nV, std::size_t nO, std::size_t column,
+                      const std::optional<double>& dropout) {
+    if (nV == 0) throw Error(std::string(who) + ": nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
+    layer.set_dim("nV", nV);
+    if (nO != dyn) layer.set_dim("nO", nO);
+    check_column<In>(layer.name(), column);
+    check_dropout_rate(layer.name(), dropout);
+}
+// ... and the attributes they keep.
+inline void set_table_attrs(Node& layer, std::size_t column, const std::optional<double>& dropout) {
+    layer.set_attr("column", static_cast<std::int64_t>(column));
+    if (dropout) layer.set_attr("dropout_rate", *dropout);
+}
+// E191: a table's output gradient must have the output's shape (rows, nO).
+inline void check_table_grad(const char* who, bool has_layer, const Floats2dCView& dY, std::size_t rows,
+                             std::size_t nO) {
+    if (!has_layer || dY.shape(0) != rows || dY.shape(1) != nO)
+        throw ShapeError(std::string(who) + ": backprop: expected a gradient of shape (" + std::to_string(rows) +
+                             ", " + std::to_string(nO) + ") like the output, but found (" +
+                             std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                         "tenon-E191");
+}
+// One output row's gradient dy (times the dropout mask, if any) added to the row e of dE.
+inline void add_grad_row(float* e, const float* dy, const Floats1d& mask, std::size_t nO) {
+    if (mask.size())
+        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j] * mask[j];
+    else
+        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j];
+}
 inline void apply_column_mask(float* Y, std::size_t rows, const Floats1d& mask) {
     const std::size_t n = mask.size();
     if (!n) return;

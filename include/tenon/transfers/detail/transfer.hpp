@@ -316,6 +316,18 @@ protected:
         }
     }
 
+    // predict and the training call, for a Derived whose static apply(self, X, is_train, bp)
+    // runs the layer (bp null for predict) and whose Backprop holds the layer's and `model`.
+    OutT predict_impl(typename Base::InView X) const {
+        return Derived::apply(static_cast<const Derived&>(*this), X, false, nullptr);
+    }
+    auto forward_impl(typename Base::InView X, bool is_train) {
+        typename Derived::Backprop bp;
+        bp.model = static_cast<const Derived*>(this);
+        OutT Y = Derived::apply(static_cast<Derived&>(*this), X, is_train, &bp);
+        return std::pair<OutT, typename Derived::Backprop>{std::move(Y), std::move(bp)};
+    }
+
     L layer_;
 
 private:
@@ -437,5 +449,38 @@ struct transfer_element {
                   "the line above)");
 };
 }  // namespace check
+
+namespace detail::xfer {
+// The wrapper a signature struct (with_array_sig, ...) is for: the check:: name its
+// diagnostics use (specialised next to each).
+template <template <class> class Sig>
+struct wrapper_name;
+
+// Whether a wrapper's creation function can build the wrapper over D for the input Kind
+// (Sig<D> is read only for a model) ...
+template <template <class> class Sig, class D, class Kind>
+constexpr bool wrapper_ok() {
+    if constexpr (!Model<D>) return false;
+    else if constexpr (!Sig<D>::layer_ok || std::is_same_v<Kind, no_kind>) return false;
+    else return Sig<D>::template kind_ok<Kind>;
+}
+// ... and, where it cannot, the first check that fails, in order: E038 (not a model), the
+// layer's signature (E030..E034), E037 (no kind named), E036 (a kind the wrapper does not
+// take for this layer).
+template <template <class> class Sig, class D, class Kind>
+auto wrapper_failure() {
+    using Which = typename wrapper_name<Sig>::type;
+    if constexpr (!Model<D>)
+        static_assert(sizeof(check::transfer_argument<Which, check::not_a_model<check::name_t<D>>>) > 0);
+    else if constexpr (!Sig<D>::layer_ok)
+        static_assert(sizeof(typename Sig<D>::layer_check) > 0);
+    else if constexpr (std::is_same_v<Kind, no_kind>)
+        static_assert(sizeof(check::transfer_kind_missing<Which, typename Sig<D>::accepts>) > 0);
+    else
+        static_assert(
+            sizeof(check::transfer_kind<Which, check::given_type<check::name_t<Kind>>, typename Sig<D>::accepts>) > 0);
+    return check::never<check::ok>();
+}
+}  // namespace detail::xfer
 
 }  // namespace tenon
