@@ -58,3 +58,4 @@
 #include "tenon/transfers/with_reshape.hpp"
 #include "tenon/transfers/with_debug.hpp"
 #include "tenon/backend/cpu/gemm.hpp"
+#include "tenon/lower/lower.hpp"

@@ -1,0 +1,552 @@
+// lower(model): the "lower" stage of define -> check -> lower -> run (docs/lowering.md).
+// Walks a model's type (chains, residual, the dense layers and their LayerNorm/Dropout
+// tails, standalone elementwise layers) and builds a plan of fused stages over one
+// workspace; any other layer becomes a "layer" stage that runs the layer's own
+// predict/forward. The plan refers to the model: parameters and gradients stay there.
+//
+//   auto plan = lower(model);
+//   Floats2d P = plan.predict(X);                // const, thread-safe
+//   auto [Y, backprop] = plan.begin_update(X);   // X must outlive backprop (it is not copied)
+//   Floats2d dX = backprop(dY);                  // adds to the model's gradients
+//   model.finish_update(opt);
+//   std::cout << describe_plan(model, 128);      // the stages and the workspace for batch 128
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+#include <type_traits>
+#include <utility>
+
+#include "tenon/combinators/chain.hpp"
+#include "tenon/combinators/residual.hpp"
+#include "tenon/layers/linear.hpp"
+#include "tenon/layers/maxout.hpp"
+#include "tenon/layers/mish.hpp"
+#include "tenon/layers/relu.hpp"
+#include "tenon/layers/sigmoid.hpp"
+#include "tenon/layers/sigmoid_activation.hpp"
+#include "tenon/layers/softmax.hpp"
+#include "tenon/lower/plan.hpp"
+
+namespace tenon {
+
+namespace lowering {
+
+// What the lowering knows of a layer type.
+template <class L>
+struct dense_act {
+    static constexpr bool dense = false;
+};
+template <class L, bool Y, bool Softmax>
+struct dense_info {
+    static constexpr bool dense = true, needs_y = Y, softmax = Softmax;
+};
+template <std::size_t O, std::size_t I>
+struct dense_act<Linear<O, I>> : dense_info<Linear<O, I>, false, false> {
+    static constexpr const char* name = "linear";
+};
+template <std::size_t O, std::size_t I>
+struct dense_act<Relu<O, I>> : dense_info<Relu<O, I>, true, false> {
+    static constexpr const char* name = "relu";
+};
+template <std::size_t O, std::size_t I>
+struct dense_act<Sigmoid<O, I>> : dense_info<Sigmoid<O, I>, true, false> {
+    static constexpr const char* name = "sigmoid";
+};
+template <std::size_t O, std::size_t I>
+struct dense_act<Mish<O, I>> : dense_info<Mish<O, I>, false, false> {
+    static constexpr const char* name = "mish";
+};
+template <std::size_t O, std::size_t I>
+struct dense_act<Softmax<O, I>> : dense_info<Softmax<O, I>, false, true> {
+    static constexpr const char* name = "softmax";
+};
+template <class L>
+inline constexpr bool is_maxout = false;
+template <std::size_t O, std::size_t I, std::size_t P>
+inline constexpr bool is_maxout<Maxout<O, I, P>> = true;
+template <class L>
+inline constexpr bool is_layernorm = false;
+template <std::size_t N>
+inline constexpr bool is_layernorm<LayerNorm<N>> = true;
+template <class L>
+struct chain_walk {
+    static constexpr bool is_chain = false;
+};
+template <class L>
+inline constexpr bool is_residual = false;
+template <class L>
+inline constexpr bool is_residual<Residual<L>> = true;
+
+// The activation of dense layer L on one row: the layer's own activate/activate_backward
+// (Softmax's temperature and normalize_outputs are read once per call, not per row).
+template <class L>
+void act_fwd(const Node* l, float* y, const float* b, std::size_t n, float* z, float t, bool normalize) {
+    if constexpr (dense_act<L>::softmax) {
+        for (std::size_t i = 0; i < n; ++i) y[i] = y[i] + b[i];
+        if (normalize) L::softmax_rows(y, 1, n, t);
+    } else {
+        static_cast<const L*>(l)->activate(y, b, 1, n, z);
+    }
+}
+template <class L>
+void act_bwd(const Node* l, float* d, const float* y, const float* z, std::size_t n, float k) {
+    if constexpr (dense_act<L>::softmax) {
+        if (k != 1.0f)
+            for (std::size_t i = 0; i < n; ++i) d[i] *= k;
+    } else {
+        static_cast<const L*>(l)->activate_backward(d, y, z, 1, n);
+    }
+}
+
+// A layer the plan does not fuse, behind plain function pointers. XV: the view it takes.
+template <class L, class XV>
+struct layer_fns {
+    using X = std::remove_reference_t<XV>;
+    static void predict(const Node* l, const void* x, Floats2d& Y) {
+        Y = static_cast<const L*>(l)->predict(*static_cast<const X*>(x));
+    }
+    static void forward(Node* l, const void* x, void* bp, Floats2d& Y) {
+        auto [y, b] = (*static_cast<L*>(l))(*static_cast<const X*>(x), true);
+        Y = std::move(y);
+        *static_cast<typename L::Backprop*>(bp) = std::move(b);
+    }
+    static void backward(const void* bp, Floats2dCView dY, void* dX) {
+        *static_cast<typename L::In*>(dX) = (*static_cast<const typename L::Backprop*>(bp))(dY);
+    }
+};
+
+struct Builder {
+    PlanData& p;
+    const char* bp_root;      // a default Backprop of the model: slots are found by offset
+    std::size_t cur = 0;      // the boundary the next layer reads
+    bool pinned = true;       // cur must stay a boundary (nothing merges into the stage that made it)
+
+    std::size_t width() const { return p.bounds[cur].width; }
+    void expect_width(const Node& l, std::size_t nI) {
+        if (p.bounds[cur].width == 0) p.bounds[cur].width = nI;
+        else if (p.bounds[cur].width != nI)
+            throw ShapeError("lower(): " + l.name() + " expects input width " + std::to_string(nI) +
+                                 " but the stage before it produces " + std::to_string(p.bounds[cur].width),
+                             "tenon-E001");
+    }
+    Stage& open(Prim prim, std::size_t nI, std::size_t nO) {
+        Stage s;
+        s.prim = prim;
+        s.in = cur;
+        s.nI = nI;
+        s.nO = nO;
+        p.bounds.push_back(Boundary{nO});
+        s.out = cur = p.bounds.size() - 1;
+        p.stages.push_back(std::move(s));
+        pinned = false;
+        return p.stages.back();
+    }
+    // An elementwise operation: into the current stage's pass where it may go, else a new
+    // "elementwise" stage. One dropout per pass: a pass draws row by row, and two dropouts
+    // in one pass would interleave their numbers (the layers draw one whole mask, then the next).
+    void add_op(Op op) {
+        const bool merge = !pinned && !p.stages.empty() && p.stages.back().out == cur &&
+                           p.stages.back().ops.size() < max_ops &&
+                           !(op.kind == OpKind::dropout && has_dropout(p.stages.back()));
+        if (!merge) {
+            if (width() == 0)
+                throw Error("lower(): the width before " + (op.node ? op.node->name() : std::string("an operation")) +
+                                " is not known (initialize the model first)",
+                            "tenon-E170");
+            open(Prim::none, width(), width());
+        }
+        p.stages.back().ops.push_back(op);
+    }
+    static bool has_dropout(const Stage& s) {
+        for (const Op& o : s.ops)
+            if (o.kind == OpKind::dropout) return true;
+        return false;
+    }
+    // A dense layer's optional LayerNorm and Dropout (its children, in that order).
+    void add_tail(Node& layer) {
+        layer.for_each_child([&](Node& ch) {
+            if (auto* d = dynamic_cast<Dropout*>(&ch)) add_op(Op{OpKind::dropout, d, d});
+            else add_op(Op{OpKind::layernorm, &ch});
+        });
+    }
+    const void* slot_offset_base() const { return bp_root; }
+};
+
+template <class L>
+void add(Builder& B, L& layer, void* slot);
+template <class L>
+void add_erased(Builder& B, void* layer, void* slot) {
+    add(B, *static_cast<L*>(layer), slot);
+}
+template <class... Ls>
+struct chain_walk<Chain<Ls...>> {
+    static constexpr bool is_chain = true;
+    // A loop over a table (as chain's own loops), not a recursion over the layers.
+    static void run(Builder& B, Chain<Ls...>& c, typename Chain<Ls...>::Backprop& bp) {
+        static constexpr void (*table[])(Builder&, void*, void*) = {&add_erased<Ls>...};
+        for (std::size_t i = 0; i < sizeof...(Ls); ++i) table[i](B, c.layers().address(i), bp.bps.address(i));
+    }
+};
+
+template <class L>
+void add(Builder& B, L& layer, void* slot) {
+    if constexpr (chain_walk<L>::is_chain) {
+        chain_walk<L>::run(B, layer, *static_cast<typename L::Backprop*>(slot));
+    } else if constexpr (is_residual<L>) {
+        const std::size_t b_in = B.cur, n = B.width();
+        B.pinned = true;  // the block's input stays an array: the add reads it
+        add(B, layer.layer(), &static_cast<typename L::Backprop*>(slot)->bp);
+        if (B.width() != n)
+            throw ShapeError("lower(): " + layer.name() + ": the layer's output width " + std::to_string(B.width()) +
+                                 " is not its input width " + std::to_string(n),
+                             "tenon-E162");
+        // The add joins the pass of the block's last stage (pinned off for it alone).
+        B.pinned = B.p.stages.empty() || B.p.stages.back().out != B.cur || B.cur == b_in;
+        Op op{OpKind::add};
+        op.skip = b_in;
+        B.add_op(op);
+        B.pinned = true;  // the gradient at the block's output is the skip's: nothing merges after
+    } else if constexpr (dense_act<L>::dense) {
+        const std::size_t nI = layer.get_dim("nI"), nO = layer.get_dim("nO");
+        B.expect_width(layer, nI);
+        Stage& s = B.open(Prim::dense, nI, nO);
+        s.layer = &layer;
+        s.name = dense_act<L>::name;
+        s.act_fwd = &act_fwd<L>;
+        s.act_bwd = &act_bwd<L>;
+        s.softmax = dense_act<L>::softmax;
+        s.act_needs_y = dense_act<L>::needs_y;
+        s.act_needs_z = L::keeps_preactivation;
+        B.add_tail(layer);
+    } else if constexpr (is_maxout<L>) {
+        const std::size_t nI = layer.get_dim("nI"), nO = layer.get_dim("nO");
+        B.expect_width(layer, nI);
+        Stage& s = B.open(Prim::maxout, nI, nO);
+        s.layer = &layer;
+        s.name = "maxout";
+        s.nP = layer.get_dim("nP");
+        B.add_tail(layer);
+    } else if constexpr (is_layernorm<L>) {
+        B.expect_width(layer, layer.get_dim("nI"));
+        B.add_op(Op{OpKind::layernorm, &layer});
+    } else if constexpr (std::is_same_v<L, Dropout>) {
+        B.add_op(Op{OpKind::dropout, &layer, &layer});
+    } else if constexpr (std::is_same_v<L, SigmoidActivation>) {
+        B.add_op(Op{OpKind::sigmoid, &layer});
+    } else {
+        static_assert(std::is_same_v<typename L::Out, Floats2d>,
+                      "lower(): every layer of a lowered model must output a Floats2d");
+        constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
+        if (head && B.cur != 0)
+            throw Error("lower(): " + layer.name() + " takes another data type than Floats2d: only the model's "
+                        "first layer may", "tenon-E170");
+        const std::size_t nO = layer.has_dim("nO") ? layer.get_dim("nO") : B.width();
+        if (!head && layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
+        if (nO == 0 || (!head && B.width() == 0))
+            throw Error("lower(): the widths of " + layer.name() + " are not known (initialize the model first)",
+                        "tenon-E170");
+        Stage& s = B.open(Prim::layer, head ? 0 : B.p.bounds[B.cur].width, nO);
+        s.layer = &layer;
+        s.name = layer.name();
+        s.head = head;
+        using XV = std::conditional_t<head, typename L::InView, Floats2dCView>;
+        s.fns = LayerFns{&layer_fns<L, XV>::predict, &layer_fns<L, XV>::forward, &layer_fns<L, XV>::backward};
+        s.bp_offset = static_cast<std::size_t>(static_cast<const char*>(slot) - B.bp_root);
+    }
+}
+
+// After the walk: which arrays the backward pass reads, the workspace regions, and which
+// stage writes each gradient first (it assigns; later ones add).
+inline void finalize(PlanData& p) {
+    const std::size_t last = p.bounds.size() - 1;
+    auto need_out = [&](const Stage& s) { p.bounds[s.out].read_back = true; };
+    std::size_t dz = 0, zs = 0, tmp = 0;
+    for (std::size_t si = 0; si < p.stages.size(); ++si) {
+        Stage& s = p.stages[si];
+        const std::string tag = "stage " + std::to_string(si) + " ";
+        const std::size_t n = s.nO;
+        if (s.prim == Prim::dense) {
+            // Relu's backward needs only the sign of its output: behind dropouts alone, the
+            // stage output has it where the mask kept a value (elsewhere the gradient is 0).
+            bool only_dropout = true;
+            for (const Op& o : s.ops) only_dropout = only_dropout && o.kind == OpKind::dropout;
+            if (s.act_needs_y) {
+                if (s.ops.empty() || (s.name == "relu" && only_dropout)) need_out(s);
+                else s.ysave = p.add_buffer(tag + s.name + " output", n, 0, false);
+            }
+            if (s.act_needs_z) s.zsave = p.add_buffer(tag + s.name + " pre-activation", n, 0, false);
+            if (s.out == p.bounds.size() - 1) dz = std::max(dz, n);  // else in place (dz_of)
+        } else if (s.prim == Prim::maxout) {
+            s.which = p.add_buffer(tag + "maxout winning piece (int32)", n, 0, false);
+            dz = std::max(dz, n * s.nP);
+            zs = std::max(zs, n * s.nP);
+            tmp = std::max(tmp, n);
+        } else if (s.prim == Prim::none) {
+            tmp = std::max(tmp, n);
+        } else if (!s.ops.empty() && s.out == p.bounds.size() - 1) {
+            dz = std::max(dz, n);
+        }
+        for (std::size_t k = 0; k < s.ops.size(); ++k) {
+            Op& op = s.ops[k];
+            if (op.kind == OpKind::layernorm) {
+                op.save = p.add_buffer(tag + "layernorm normalised input", n, 0, false);
+                op.rstd = p.add_buffer(tag + "layernorm 1/std", 1, 0, false);
+            } else if (op.kind == OpKind::dropout) {
+                op.save = p.add_buffer(tag + "dropout mask", n, 0, false);
+            } else if (op.kind == OpKind::sigmoid) {
+                if (k + 1 == s.ops.size()) need_out(s);
+                else op.save = p.add_buffer(tag + "sigmoid output", n, 0, false);
+            }
+        }
+    }
+    const bool head = !p.stages.empty() && p.stages[0].head;
+    for (std::size_t b = 1; b <= last; ++b) {
+        if (head && b == 1) continue;  // the head layer's own output array
+        if (b == last) {
+            p.final_in_ws = p.bounds[b].read_back;  // else the stage writes the caller's array
+            if (p.final_in_ws) p.bounds[b].act = p.add_buffer("x" + std::to_string(b) + " (output, kept)", p.bounds[b].width, 0, false);
+        } else {
+            p.bounds[b].act = p.add_buffer("x" + std::to_string(b) + " (output of stage " + std::to_string(b - 1) + ")",
+                                           p.bounds[b].width, 0, true);
+        }
+    }
+    for (std::size_t b = 1; b < last; ++b)
+        p.bounds[b].grad = p.add_buffer("dx" + std::to_string(b) + " (gradient)", p.bounds[b].width, 0, false);
+    if (zs) p.zs = p.add_buffer("scratch: maxout pieces", zs, 0, true);
+    if (dz) p.dz = p.add_buffer("scratch: gradient of a product's output", dz, 0, false);
+    if (tmp) p.tmp = p.add_buffer("scratch: one gradient row", 0, tmp, false);
+    // The backward order: stages last to first; in a stage, its ops last to first, then its input.
+    std::vector<bool> written(p.bounds.size(), false);
+    for (std::size_t si = p.stages.size(); si-- > 0;) {
+        Stage& s = p.stages[si];
+        for (std::size_t k = s.ops.size(); k-- > 0;)
+            if (s.ops[k].kind == OpKind::add) {
+                s.ops[k].grad_assign = !written[s.ops[k].skip];
+                written[s.ops[k].skip] = true;
+            }
+        s.dx_assign = !written[s.in];
+        written[s.in] = true;
+    }
+    p.layout();
+}
+
+}  // namespace lowering
+
+// The plan of a model (see the top of this file). Copyable; refers to the model, which
+// must outlive it. Re-lower after changing the model's structure; attribute changes
+// (dropout rate, softmax temperature) and new parameter values are seen at each call.
+template <class M>
+class Plan {
+public:
+    using In = typename M::In;
+    using InView = typename M::InView;
+    static_assert(std::is_same_v<typename M::Out, Floats2d>, "lower(): the model must output a Floats2d");
+    static constexpr bool head_input = !std::is_same_v<In, Floats2d>;
+
+    explicit Plan(M& model) : model_(&model) {
+        if (!model.is_initialized())
+            throw Error("lower(): " + model.name() + " is not initialised: call initialize() first", "tenon-E170");
+        p_.model_name = model.name();
+        p_.bounds.push_back(lowering::Boundary{});
+        if constexpr (!head_input)
+            if (model.has_dim("nI")) p_.bounds[0].width = model.get_dim("nI");
+        typename M::Backprop dummy{};
+        lowering::Builder B{p_, reinterpret_cast<const char*>(&dummy)};
+        lowering::add(B, model, &dummy);
+        if (p_.stages.empty())
+            throw Error("lower(): " + model.name() + " has no stage", "tenon-E170");
+        lowering::finalize(p_);
+    }
+
+    struct Backprop {
+        const Plan* plan = nullptr;
+        Floats1d ws;                      // the workspace of this call
+        std::size_t rows = 0;
+        const float* x0 = nullptr;        // the caller's X (Floats2d input)
+        Floats2d head_out;                // boundary 1 when the first layer is a head
+        mutable typename M::Backprop store{};  // the Backprops of "layer" stages
+        In operator()(Floats2dCView dY) const {
+            const lowering::PlanData& p = plan->p_;
+            const std::size_t nO = p.bounds.back().width;
+            if (dY.shape(0) != rows || dY.shape(1) != nO)
+                throw ShapeError("plan of " + p.model_name + ": backprop: expected a gradient of shape (" +
+                                     std::to_string(rows) + ", " + std::to_string(nO) + ") like the output, but found (" +
+                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                                 "tenon-E111");
+            In dX{};
+            lowering::Ctx c = plan->ctx(const_cast<float*>(ws.data()), rows, true);
+            c.x0 = x0;
+            c.b1 = head_out.size() ? const_cast<float*>(head_out.data()) : nullptr;
+            c.dy = dY.data();
+            if constexpr (!head_input) {
+                dX = Floats2d({rows, p.bounds[0].width}, uninitialized);
+                c.dx0 = dX.data();
+            }
+            char* root = reinterpret_cast<char*>(&store);
+            for (std::size_t si = p.stages.size(); si-- > 0;) {
+                const lowering::Stage& s = p.stages[si];
+                const lowering::StageParams sp = lowering::resolve(s, true);
+                if (s.prim == lowering::Prim::layer) {
+                    Floats2dCView d(c.grad(s.out), {rows, s.nO});
+                    if (!s.ops.empty()) {
+                        lowering::row_pass_backward(s, sp, c);
+                        d = Floats2dCView(lowering::dz_of(s, c), {rows, s.nO});
+                    }
+                    if (s.head) {
+                        s.fns.backward(root + s.bp_offset, d, &dX);
+                    } else {
+                        Floats2d g;
+                        s.fns.backward(root + s.bp_offset, d, &g);
+                        float* to = c.grad(s.in);
+                        if (s.dx_assign) std::memcpy(to, g.data(), g.size() * sizeof(float));
+                        else
+                            for (std::size_t i = 0, e = g.size(); i < e; ++i) to[i] += g[i];
+                    }
+                } else {
+                    lowering::row_pass_backward(s, sp, c);
+                    if (s.prim != lowering::Prim::none) lowering::product_backward(s, sp, c);
+                }
+            }
+            return dX;
+        }
+    };
+
+    // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
+    Floats2d predict(InView X) const {
+        Floats2d head;
+        std::size_t rows = 0;
+        std::size_t first = 0;
+        if constexpr (head_input) {
+            const auto& s0 = p_.stages[0];
+            s0.fns.predict(s0.layer, &X, head);
+            rows = head.shape(0);
+            first = 1;
+        } else {
+            check_input(X);
+            rows = X.shape(0);
+        }
+        Floats1d ws({p_.ws_floats(rows, false)}, uninitialized);
+        lowering::Ctx c = ctx(ws.data(), rows, false);
+        Floats2d Y;
+        if constexpr (head_input) {
+            c.b1 = head.data();
+            if (p_.bounds.size() == 2) {
+                if (!p_.stages[0].ops.empty()) lowering::row_pass_forward(p_.stages[0], lowering::resolve(p_.stages[0], false), c);
+                return head;
+            }
+        } else {
+            c.x0 = X.data();
+        }
+        Y = Floats2d({rows, p_.bounds.back().width}, uninitialized);
+        c.y = Y.data();
+        run_forward(c, first, nullptr);
+        return Y;
+    }
+
+    // Training: (Y, backprop). X is read again by backprop (not copied): keep it alive.
+    std::pair<Floats2d, Backprop> begin_update(InView X) {
+        Backprop bp;
+        bp.plan = this;
+        std::size_t first = 0;
+        char* root = reinterpret_cast<char*>(&bp.store);
+        if constexpr (head_input) {
+            const auto& s0 = p_.stages[0];
+            s0.fns.forward(s0.layer, &X, root + s0.bp_offset, bp.head_out);
+            bp.rows = bp.head_out.shape(0);
+            first = 1;
+        } else {
+            check_input(X);
+            bp.rows = X.shape(0);
+            bp.x0 = X.data();
+        }
+        bp.ws = Floats1d({p_.ws_floats(bp.rows, true)}, uninitialized);
+        lowering::Ctx c = ctx(bp.ws.data(), bp.rows, true);
+        c.x0 = bp.x0;
+        c.b1 = bp.head_out.size() ? bp.head_out.data() : nullptr;
+        const std::size_t nO = p_.bounds.back().width;
+        Floats2d Y({bp.rows, nO}, uninitialized);
+        c.y = Y.data();
+        if (head_input && p_.bounds.size() == 2) {
+            if (!p_.stages[0].ops.empty()) lowering::row_pass_forward(p_.stages[0], lowering::resolve(p_.stages[0], true), c);
+            std::memcpy(Y.data(), bp.head_out.data(), Y.size() * sizeof(float));
+        } else {
+            run_forward(c, first, root);
+            if (p_.final_in_ws) std::memcpy(Y.data(), c.act(p_.bounds.size() - 1), Y.size() * sizeof(float));
+        }
+        return {std::move(Y), std::move(bp)};
+    }
+
+    std::string describe() const { return lowering::describe_stages(p_); }
+    // The stages and the workspace layout for a batch size.
+    std::string describe(std::size_t batch) const { return describe() + lowering::describe_layout(p_, batch); }
+    const lowering::PlanData& data() const noexcept { return p_; }
+    M& model() const noexcept { return *model_; }
+
+private:
+    lowering::Ctx ctx(float* ws, std::size_t rows, bool train) const {
+        lowering::Ctx c;
+        c.p = &p_;
+        c.ws = ws;
+        c.rows = rows;
+        c.r16 = lowering::PlanData::r16(rows);
+        c.train = train;
+        return c;
+    }
+    void check_input(const InView& X) const {
+        if constexpr (!head_input) {
+            if (X.shape(1) != p_.bounds[0].width)
+                throw ShapeError("plan of " + p_.model_name + ": expected input width " +
+                                     std::to_string(p_.bounds[0].width) + " but found " + std::to_string(X.shape(1)),
+                                 "tenon-E001");
+        }
+    }
+    // The stages from `first` on; root: the Backprop storage (null: predict).
+    void run_forward(lowering::Ctx& c, std::size_t first, char* root) const {
+        for (std::size_t si = first; si < p_.stages.size(); ++si) {
+            const lowering::Stage& s = p_.stages[si];
+            const lowering::StageParams sp = lowering::resolve(s, c.train);
+            if (s.prim == lowering::Prim::dense || s.prim == lowering::Prim::maxout) {
+                lowering::product_forward(s, sp, c);
+            } else if (s.prim == lowering::Prim::layer) {
+                // An unfused layer: its own predict/forward, its output copied into the workspace.
+                const Floats2dCView x(c.act(s.in), {c.rows, s.nI});
+                Floats2d y;
+                if (root) s.fns.forward(s.layer, &x, root + s.bp_offset, y);
+                else s.fns.predict(s.layer, &x, y);
+                if (y.shape(0) != c.rows || y.shape(1) != s.nO)
+                    throw ShapeError("plan of " + p_.model_name + ": " + s.name + " returned (" +
+                                         std::to_string(y.shape(0)) + ", " + std::to_string(y.shape(1)) +
+                                         "), expected (" + std::to_string(c.rows) + ", " + std::to_string(s.nO) + ")",
+                                     "tenon-E111");
+                std::memcpy(c.act(s.out), y.data(), y.size() * sizeof(float));
+                if (s.ops.empty()) continue;
+            }
+            lowering::row_pass_forward(s, sp, c);
+        }
+    }
+
+    M* model_;
+    lowering::PlanData p_;
+};
+
+template <class M>
+    requires Model<M>
+Plan<M> lower(M& model) {
+    return Plan<M>(model);
+}
+
+// The plan's stages, and with a batch size its workspace layout, as text.
+template <class M>
+    requires Model<M>
+std::string describe_plan(M& model) {
+    return lower(model).describe();
+}
+template <class M>
+    requires Model<M>
+std::string describe_plan(M& model, std::size_t batch) {
+    return lower(model).describe(batch);
+}
+
+}  // namespace tenon

@@ -1,0 +1,254 @@
+// The lowering pass (include/tenon/lower/): for every fusion rule, the plan's predict,
+// forward, dX and parameter gradients equal the model's own (same seed, so the same
+// dropout masks), and describe_plan says what it does.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tenon/lower/lower.hpp"
+#include "tenon/tenon.hpp"
+#include "unit/helpers.hpp"
+
+using namespace tenon;
+using testing::random_array;
+
+namespace {
+
+void zero_grads(Node& model) {
+    for (Node* n : model.walk())
+        for (const auto& name : n->param_names())
+            if (n->has_param(name))
+                for (float& g : n->get_grad(name)) g = 0.0f;
+}
+std::vector<std::vector<float>> grads(Node& model) {
+    std::vector<std::vector<float>> out;
+    for (Node* n : model.walk())
+        for (const auto& name : n->param_names())
+            if (n->has_param(name)) {
+                auto g = n->get_grad(name);
+                out.emplace_back(g.begin(), g.end());
+            }
+    return out;
+}
+template <class A, class B>
+void check_close(const A& a, const B& b, const char* what) {
+    INFO(what);
+    REQUIRE(a.size() == b.size());
+    std::size_t bad = 0;
+    float worst = 0.0f;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const float x = a.data()[i], y = b.data()[i];
+        const float err = std::fabs(x - y) / (1.0f + std::fabs(y));
+        if (!(err <= 1e-6f)) ++bad;
+        if (err > worst) worst = err;
+    }
+    INFO("worst relative+absolute error " << worst);
+    CHECK(bad == 0);
+}
+struct Vec {
+    const std::vector<float>& v;
+    std::size_t size() const { return v.size(); }
+    const float* data() const { return v.data(); }
+};
+
+// Model vs plan on X: predict, forward, dX and every gradient. Returns the plan's describe().
+template <class M, class X>
+std::string check_plan(M& model, const X& x, std::uint64_t seed, bool compare_dx = true) {
+    auto plan = lower(model);
+    check_close(plan.predict(x), model.predict(x), "predict");
+    for (int step = 0; step < 2; ++step) {  // twice: the workspace is reused
+        zero_grads(model);
+        fix_random_seed(seed + step);
+        auto [Y1, bp1] = model.begin_update(x);
+        const Floats2d dY = random_array(Y1.shape(0), Y1.shape(1), seed + 100 + step);
+        auto dX1 = bp1(dY);
+        const auto g1 = grads(model);
+        zero_grads(model);
+        fix_random_seed(seed + step);
+        auto [Y2, bp2] = plan.begin_update(x);
+        check_close(Y2, Y1, "forward");
+        auto dX2 = bp2(dY);
+        if constexpr (std::is_same_v<decltype(dX2), Floats2d>)
+            if (compare_dx) check_close(dX2, dX1, "dX");
+        const auto g2 = grads(model);
+        REQUIRE(g1.size() == g2.size());
+        for (std::size_t i = 0; i < g1.size(); ++i) check_close(Vec{g2[i]}, Vec{g1[i]}, "gradient");
+    }
+    return plan.describe();
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("lower: the MLP is three gemm stages with fused tails", "[lower]") {
+    auto model = Relu<64>({.dropout = 0.2}) >> Relu<64>({.dropout = 0.2}) >> Softmax<10>();
+    const Floats2d X = random_array(37, 32, 1);
+    model.initialize(X);
+    const std::string d = check_plan(model, X, 7);
+    INFO(d);
+    CHECK(contains(d, "stage 0: gemm 32->64 | bias, relu, dropout(0.2)"));
+    CHECK(contains(d, "stage 1: gemm 64->64 | bias, relu, dropout(0.2)"));
+    CHECK(contains(d, "stage 2: gemm 64->10 | bias, softmax"));
+    CHECK(!contains(d, "stage 3"));
+    const std::string w = describe_plan(model, 128);
+    INFO(w);
+    CHECK(contains(w, "training workspace for batch 128"));
+    CHECK(contains(w, "stage 0 dropout mask (128x64)"));
+    CHECK(contains(w, "predict workspace for batch 128"));
+}
+
+TEST_CASE("lower: every dense activation with its LayerNorm and Dropout tail", "[lower]") {
+    const Floats2d X = random_array(19, 12, 2);
+    SECTION("linear") {
+        auto m = Linear<8>() >> Linear<5>();
+        m.initialize(X);
+        CHECK(contains(check_plan(m, X, 3), "gemm 12->8 | bias"));
+    }
+    SECTION("relu, normalize and dropout") {
+        auto m = Relu<16>({.dropout = 0.3, .normalize = true}) >> Relu<16>({.normalize = true}) >> Linear<3>();
+        m.initialize(X);
+        CHECK(contains(check_plan(m, X, 4), "gemm 12->16 | bias, relu, layernorm, dropout(0.3)"));
+    }
+    SECTION("sigmoid") {
+        auto m = Sigmoid<16>() >> Sigmoid<4>();
+        m.initialize(X);
+        for (Node* n : m.walk())
+            if (n->has_param("W"))
+                for (float& w : n->get_param("W")) w = 0.3f * std::sin(float(&w - n->get_param("W").data));
+        CHECK(contains(check_plan(m, X, 5), "bias, sigmoid"));
+    }
+    SECTION("mish") {
+        auto m = Mish<16>({.dropout = 0.1}) >> Mish<16>({.dropout = 0.2, .normalize = true}) >> Linear<2>();
+        m.initialize(X);
+        CHECK(contains(check_plan(m, X, 6), "bias, mish, layernorm, dropout(0.2)"));
+    }
+    SECTION("softmax with a temperature") {
+        auto m = Relu<16>() >> Softmax<6>({.temperature = 2.0});
+        m.initialize(X);
+        for (Node* n : m.walk())
+            if (n->name() == "softmax")
+                for (float& w : n->get_param("W")) w = 0.01f * float(&w - n->get_param("W").data);
+        check_plan(m, X, 7);
+    }
+    SECTION("softmax without normalised outputs predicts logits") {
+        auto m = Relu<16>() >> Softmax<6>({.normalize_outputs = false});
+        m.initialize(X);
+        check_plan(m, X, 8);
+    }
+    SECTION("maxout") {
+        auto m = Maxout<16, dyn, 3>({.dropout = 0.25, .normalize = true}) >> Maxout<8, dyn, 2>() >> Softmax<4>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 9);
+        CHECK(contains(d, "gemm 12->48 | bias, maxout(3 pieces)->16, layernorm, dropout(0.25)"));
+    }
+}
+
+TEST_CASE("lower: runs of elementwise layers are one pass, one dropout per pass", "[lower]") {
+    const Floats2d X = random_array(21, 10, 3);
+    auto m = Linear<24>() >> sigmoid_activation() >> LayerNorm<>() >> Dropout(0.3) >> Dropout(0.1) >>
+             LayerNorm<>() >> Relu<8>({.dropout = 0.5}) >> Dropout(0.2) >> Linear<3>();
+    m.initialize(X);
+    const std::string d = check_plan(m, X, 11);
+    INFO(d);
+    CHECK(contains(d, "stage 0: gemm 10->24 | bias, sigmoid, layernorm, dropout(0.3)"));
+    CHECK(contains(d, "stage 1: elementwise 24 | dropout(0.1), layernorm"));
+    CHECK(contains(d, "stage 2: gemm 24->8 | bias, relu, dropout(0.5)"));
+    CHECK(contains(d, "stage 3: elementwise 8 | dropout(0.2)"));
+    CHECK(contains(d, "stage 4: gemm 8->3 | bias"));
+
+    SECTION("elementwise layers first") {
+        auto m2 = Dropout(0.2) >> LayerNorm<10>() >> sigmoid_activation() >> Relu<4>();
+        m2.initialize(X);
+        CHECK(contains(check_plan(m2, X, 12), "stage 0: elementwise 10 | dropout(0.2), layernorm, sigmoid"));
+    }
+    SECTION("a dropout switched off") {
+        auto m3 = Relu<16>({.dropout = 0.4}) >> Linear<2>();
+        m3.initialize(X);
+        m3.template layer<0>().for_each_child([](Node& n) {
+            if (n.name() == "dropout") n.set_attr("is_enabled", false);
+        });
+        check_plan(m3, X, 13);
+    }
+}
+
+TEST_CASE("lower: residual blocks add their input in the last stage's pass", "[lower]") {
+    const Floats2d X = random_array(17, 20, 4);
+    SECTION("in the middle") {
+        auto m = Relu<32>({.normalize = true}) >> residual(Relu<32>({.dropout = 0.1}) >> Linear<32>()) >>
+                 residual(LayerNorm<32>()) >> Softmax<5>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 21);
+        INFO(d);
+        CHECK(contains(d, "stage 2: gemm 32->32 | bias, residual add (x1)"));
+        CHECK(contains(d, "stage 3: elementwise 32 | layernorm, residual add (x3)"));
+    }
+    SECTION("nested, first and last") {
+        auto m = residual(residual(Mish<20>({.dropout = 0.2})) >> Relu<20>()) >> residual(Linear<20>());
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 22);
+        INFO(d);
+        CHECK(contains(d, "stage 0: gemm 20->20 | bias, mish, dropout(0.2), residual add (x0)"));
+    }
+    SECTION("one residual of one layer") {
+        auto m = residual(Relu<20>({.dropout = 0.3}));
+        m.initialize(X);
+        check_plan(m, X, 23);
+    }
+}
+
+TEST_CASE("lower: layers it does not fuse become layer stages", "[lower]") {
+    SECTION("a HashEmbed first") {
+        auto m = HashEmbed<16>(500) >> Relu<24>({.dropout = 0.2}) >> Softmax<4>();
+        Ints2d ids({13, 1}, uninitialized);
+        for (std::size_t i = 0; i < 13; ++i) ids[i] = static_cast<std::int32_t>(i * 7 + 3);
+        m.initialize(ids);
+        const std::string d = check_plan(m, ids, 31, false);
+        INFO(d);
+        CHECK(contains(d, "stage 0: layer hashembed->16"));
+        CHECK(contains(d, "stage 1: gemm 16->24 | bias, relu, dropout(0.2)"));
+    }
+    SECTION("a concatenate in the middle, with elementwise layers after it") {
+        const Floats2d X = random_array(11, 9, 5);
+        auto m = Relu<12>() >> (Relu<8>() | Linear<4>()) >> LayerNorm<>() >> Dropout(0.2) >> Softmax<3>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 32);
+        INFO(d);
+        CHECK(contains(d, "stage 1: layer relu|linear 12->12 | layernorm, dropout(0.2)"));
+    }
+}
+
+TEST_CASE("lower: predict is const and thread-safe", "[lower]") {
+    auto model = Relu<32>({.dropout = 0.2}) >> Softmax<4>();
+    const Floats2d X = random_array(40, 16, 6);
+    model.initialize(X);
+    const auto plan = lower(model);
+    const Floats2d want = model.predict(X);
+    std::vector<std::thread> ts;
+    std::atomic<int> bad{0};
+    for (int t = 0; t < 4; ++t)
+        ts.emplace_back([&] {
+            for (int i = 0; i < 50; ++i) {
+                const Floats2d P = plan.predict(X);
+                for (std::size_t k = 0; k < P.size(); ++k)
+                    if (P[k] != want[k]) ++bad;
+            }
+        });
+    for (auto& t : ts) t.join();
+    CHECK(bad == 0);
+}
+
+TEST_CASE("lower: errors", "[lower]") {
+    auto model = Relu<8>() >> Softmax<2>();
+    CHECK_THROWS_WITH(lower(model), Catch::Contains("not initialised"));
+    model.initialize(random_array(4, 6, 1));
+    auto plan = lower(model);
+    CHECK_THROWS_WITH(plan.predict(random_array(4, 5, 1)), Catch::Contains("expected input width 6"));
+    const Floats2d X = random_array(4, 6, 1);
+    auto [Y, bp] = plan.begin_update(X);
+    CHECK_THROWS_WITH(bp(random_array(3, 2, 1)), Catch::Contains("expected a gradient of shape (4, 2)"));
+}
