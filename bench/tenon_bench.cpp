@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
             if (!want(fig)) continue;
             auto model = make_model();
             model.initialize(data.X_train, Y_train);
+            auto plan = lower(model);  // fused stages over one workspace (docs/lowering.md)
             Optimizer opt = Adam(0.001);
             CategoricalCrossentropy loss;
             auto batches = multibatch(batch, data.X_train, Y_train, shuffle);
@@ -85,16 +86,28 @@ int main(int argc, char** argv) {
             const auto t0 = Clock::now();
             for (auto [X, Y] : batches) {
                 if (done++ == n_batches) break;
-                auto [Yh, backprop] = model.begin_update(X);
+                auto [Yh, backprop] = plan.begin_update(X);
                 backprop(loss.get_grad(Yh, Y));
                 model.finish_update(opt);
             }
             const double secs = seconds_since(t0);
             emit(fig, secs * double(batches.size()) / double(std::max<std::size_t>(n_batches, 1)), "s");
+            // Test accuracy after one full epoch at batch 128, like the anchors.
+            if (batch == 128 && fraction >= 1.0 && want("accuracy_1epoch")) {
+                const Floats2d P = plan.predict(data.X_test);
+                std::size_t right = 0;
+                for (std::size_t i = 0; i < P.shape(0); ++i) {
+                    const auto row = P.row(i);
+                    const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+                    right += static_cast<std::size_t>(best) == static_cast<std::size_t>(data.y_test[i]);
+                }
+                emit("accuracy_1epoch", double(right) / double(P.shape(0)), "fraction");
+            }
         }
 
         auto model = make_model();
         model.initialize(data.X_train, Y_train);
+        const auto plan = lower(model);
         for (std::size_t batch : {std::size_t{128}, std::size_t{1024}}) {
             const std::string fig = "predict10k_b" + std::to_string(batch);
             if (!want(fig)) continue;
@@ -102,7 +115,7 @@ int main(int argc, char** argv) {
             for (int rep = 0; rep < 3; ++rep) {
                 const auto t0 = Clock::now();
                 for (const auto& X : minibatch(batch, data.X_test)) {
-                    const Floats2d P = model.predict(X);
+                    const Floats2d P = plan.predict(X);
                     if (P.shape(0) == 0) std::abort();
                 }
                 best = std::min(best, seconds_since(t0));
@@ -118,7 +131,7 @@ int main(int argc, char** argv) {
                 std::copy(data.X_test.row(static_cast<std::size_t>(i) % 10000).begin(),
                           data.X_test.row(static_cast<std::size_t>(i) % 10000).end(), x.data());
                 const auto t0 = Clock::now();
-                const Floats2d p = model.predict(x);
+                const Floats2d p = plan.predict(x);
                 const double t = seconds_since(t0) * 1e6;
                 if (p.shape(1) != 10) std::abort();
                 if (i >= 200) us.push_back(t);
