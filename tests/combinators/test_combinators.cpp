@@ -697,3 +697,43 @@ TEST_CASE("copies of combinators are new nodes with copies of the children", "[c
     CHECK(ready.is_initialized());
     CHECK(ready.predict(random2d(2, 3, 2)).shape(1) == 3);
 }
+
+// The shared data operations of the combinators (include/tenon/combinators/detail/data_ops.hpp)
+// on their own: the layouts that must agree, sums, concatenation and its inverse, reversal.
+TEST_CASE("data_ops: layouts, sums, concatenation and reversal", "[combinators][data_ops]") {
+    const Ragged r = random_ragged({2, 0, 3}, 3, 40);
+    CHECK(detail::layout_of(r) == std::vector<std::size_t>{2, 5, 3, 2, 0, 3});
+    CHECK(detail::layout_str(r) == "Ragged (5, 3) lengths [2, 0, 3]");
+    CHECK(detail::layout_of(Floats2d({4, 2})) != detail::layout_of(Floats2d({2, 4})));
+
+    // Sums: elementwise, and a clear error (with the caller's name and id) on other layouts.
+    Floats2d acc = random2d(3, 2, 41);
+    const Floats2d x = random2d(3, 2, 42), before = acc;
+    detail::add_into(acc, x, "test", "tenon-E160");
+    for (std::size_t i = 0; i < acc.size(); ++i) CHECK(acc[i] == before[i] + x[i]);
+    CHECK(error_id([&] { detail::add_into(acc, random2d(2, 3, 43), "test", "tenon-E160"); }) == "tenon-E160");
+    List<Floats2d> la = random_list({2, 1}, 2, 44);
+    CHECK(error_id([&] { detail::add_into(la, random_list({2}, 2, 45), "test", "tenon-E160"); }) == "tenon-E160");
+
+    // Concatenation along the last axis, undone by slicing; lengths must agree.
+    const Ragged a = random_ragged({2, 0, 3}, 3, 46), b = random_ragged({2, 0, 3}, 2, 47);
+    const Ragged ab = detail::concat_last<Ragged>({&a, &b}, "test", "tenon-E161");
+    CHECK(detail::width_of(ab) == 5);
+    CHECK(ab.lengths()[2] == 3);
+    const Ragged a2 = detail::slice_value<Ragged>(ab, 0, 3), b2 = detail::slice_value<Ragged>(ab, 3, 2);
+    CHECK(std::equal(a2.data().begin(), a2.data().end(), a.data().begin()));
+    CHECK(std::equal(b2.data().begin(), b2.data().end(), b.data().begin()));
+    const Ragged other = random_ragged({1, 4}, 2, 48);
+    CHECK(error_id([&] { detail::concat_last<Ragged>({&a, &other}, "test", "tenon-E161"); }) == "tenon-E161");
+
+    // Reversal within lengths: step t of a sequence of length n becomes step n - 1 - t, the
+    // padding stays, and reversing twice gives the input back.
+    const Padded p = to_padded(random_list({3, 1, 2}, 2, 49));
+    const Padded q = detail::reverse_in_lengths(p);
+    for (std::size_t b = 0; b < p.size(); ++b) {
+        const auto n = static_cast<std::size_t>(p.lengths()[b]);
+        for (std::size_t t = 0; t < n; ++t) CHECK(q.data()(t, b, 1) == p.data()(n - 1 - t, b, 1));
+    }
+    const Padded back = detail::reverse_in_lengths(q);
+    CHECK(std::equal(back.data().begin(), back.data().end(), p.data().begin()));
+}

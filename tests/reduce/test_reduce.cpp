@@ -532,3 +532,46 @@ TEST_CASE("uniqued: small batches, columns, and a layer that breaks the rows", "
     model.initialize();
     CHECK(model.predict(Ints2d({4, 1}, {1, 1, 2, 1})).shape() == std::array<std::size_t, 2>{4, 3});
 }
+
+// What the embedding tables share (include/tenon/layers/detail/embed_ids.hpp) on its own: the
+// id column, its check, the per-column dropout mask, and the masked gradient rows.
+TEST_CASE("embed_ids: id columns, column masks, gradient rows", "[reduce][embed_ids]") {
+    Dropout owner(0.5);  // any node: it names the layer in errors and holds dropout_rate
+    const Ints2d ids({3, 2}, {10, 11, 20, 21, 30, 31});
+    const auto col1 = detail::id_column(owner, ids.view(), 1);
+    REQUIRE(col1.rows() == 3);
+    CHECK(col1.id(0) == 11);
+    CHECK(col1.id(2) == 31);
+    const Ints1d flat({2}, {7, 8});
+    CHECK(detail::id_column(owner, flat.view(), 0).id(1) == 8);
+    CHECK(error_id([&] { detail::id_column(owner, ids.view(), 2); }) == "tenon-E194");
+    CHECK(error_id([&] { detail::check_column<Ints1d>("embed", 1); }) == "tenon-E194");
+    CHECK(error_id([&] { detail::check_dropout_rate("embed", 1.5); }) == "tenon-E195");
+
+    // One mask value per column, shared by every row; none in inference or at rate 0.
+    CHECK(detail::column_dropout_mask(owner, 64, false).size() == 0);
+    fix_random_seed(3);
+    const Floats1d mask = detail::column_dropout_mask(owner, 64, true);
+    REQUIRE(mask.size() == 64);
+    std::size_t kept = 0;
+    for (float m : mask) {
+        CHECK((m == 0.0f || m == 2.0f));
+        kept += m != 0.0f;
+    }
+    CHECK(kept > 0);
+    CHECK(kept < 64);
+    Floats2d Y({2, 64});
+    Y.fill(1.0f);
+    detail::apply_column_mask(Y.data(), 2, mask);
+    for (std::size_t j = 0; j < 64; ++j) CHECK(Y(1, j) == mask[j]);
+
+    // A gradient row adds into the table's row, through the mask when there is one.
+    float e[3] = {1, 1, 1};
+    const float dy[3] = {1, 2, 3};
+    detail::add_grad_row(e, dy, Floats1d(), 3);
+    CHECK((e[0] == 2 && e[1] == 3 && e[2] == 4));
+    const Floats1d m3({3}, {0.0f, 2.0f, 1.0f});
+    detail::add_grad_row(e, dy, m3, 3);
+    CHECK((e[0] == 2 && e[1] == 7 && e[2] == 7));
+    CHECK(error_id([&] { detail::check_table_grad("embed", true, Floats2d({2, 3}).view(), 2, 4); }) == "tenon-E191");
+}

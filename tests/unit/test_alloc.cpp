@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <new>
 
@@ -196,4 +197,30 @@ TEST_CASE("plan steps with LayerNorm, Maxout and a residual allocate nothing aft
     for (int i = 0; i < 50; ++i) step();
     const long n = c.stop();
     CHECK(n == 0);
+}
+
+TEST_CASE("an embedding table's predict and training allocate nothing after warm-up", "[alloc]") {
+    auto model = HashEmbed<16>(1000, 7) >> Relu<8>();
+    Ints2d ids({32, 1});
+    for (std::size_t i = 0; i < 32; ++i) ids[i] = static_cast<std::int32_t>(i * 37);
+    model.initialize(ids);
+    Optimizer opt = Adam(0.001);
+    auto step = [&] {
+        auto [Y, backprop] = model.begin_update(ids);
+        backprop(Y);
+        model.finish_update(opt);
+    };
+    for (int i = 0; i < 3; ++i) {
+        (void)model.predict(ids);
+        step();
+    }
+    Count c;
+    float sink = 0;
+    for (int i = 0; i < 100; ++i) {
+        sink += model.predict(ids)[0];
+        step();
+    }
+    const long n = c.stop();
+    CHECK(n == 0);
+    CHECK(std::isfinite(sink));
 }

@@ -53,14 +53,14 @@ public:
 
     struct Backprop {
         Embed* layer = nullptr;
-        std::vector<std::size_t> rows;    // the row of E of each output row
+        Keys1d rows;                      // the row of E of each output row
         Floats1d mask;                    // the dropout mask, or empty
         typename In::shape_type shape{};  // X's, for the (zero) gradient of the ids
         In operator()(Floats2dCView dY) const {
             const std::size_t n = rows.size(), nO = layer ? layer->dim(0) : 0;
             detail::check_table_grad("embed", layer, dY, n, nO);
             float* dE = layer->param(0).grad.data();
-            for (std::size_t r = 0; r < n; ++r) detail::add_grad_row(dE + rows[r] * nO, dY.data() + r * nO, mask, nO);
+            for (std::size_t r = 0; r < n; ++r) detail::add_grad_row(dE + static_cast<std::size_t>(rows[r]) * nO, dY.data() + r * nO, mask, nO);
             return In(shape);
         }
     };
@@ -74,10 +74,11 @@ private:
         this->mark_initialized();
     }
 
-    std::vector<std::size_t> rows_of(InView X) const {
+    // (An array, not a vector: its memory comes from the thread's block cache.)
+    Keys1d rows_of(InView X) const {
         const auto ids = detail::id_column(*this, X, column());
         const std::size_t n = ids.rows(), nV = this->dim(1);
-        std::vector<std::size_t> rows(n);
+        Keys1d rows({n}, uninitialized);
         for (std::size_t r = 0; r < n; ++r) {
             const auto id = ids.id(r);
             if constexpr (std::is_signed_v<decltype(id)>)
@@ -90,16 +91,16 @@ private:
                                 ") is out of range: the table has nV = " + std::to_string(nV) +
                                 " rows, so ids must be in [0, " + std::to_string(nV) + ")",
                             "tenon-E193");
-            rows[r] = static_cast<std::size_t>(id);
+            rows[r] = static_cast<std::uint64_t>(id);
         }
         return rows;
     }
-    Floats2d gather(const std::vector<std::size_t>& rows) const {
+    Floats2d gather(const Keys1d& rows) const {
         const std::size_t n = rows.size(), nO = this->dim(0);
         Floats2d Y({n, nO}, uninitialized);
         const float* E = this->param(0).value.data();
         for (std::size_t r = 0; r < n; ++r)
-            if (nO) std::memcpy(Y.data() + r * nO, E + rows[r] * nO, nO * sizeof(float));
+            if (nO) std::memcpy(Y.data() + r * nO, E + static_cast<std::size_t>(rows[r]) * nO, nO * sizeof(float));
         return Y;
     }
     Floats2d predict_impl(InView X) const { return gather(rows_of(X)); }

@@ -84,7 +84,7 @@ public:
 
     struct Backprop {
         HashEmbed* layer = nullptr;
-        std::vector<std::uint32_t> keys;  // four rows of E per output row, already % nV
+        Array<std::uint32_t, dyn> keys;   // four rows of E per output row, already % nV
         Floats1d mask;                    // the dropout mask, or empty
         typename In::shape_type shape{};  // X's, for the (zero) gradient of the ids
         In operator()(Floats2dCView dY) const {
@@ -110,11 +110,13 @@ private:
     }
 
     // The four keys of every row, % nV.
-    std::vector<std::uint32_t> keys_of(InView X) const {
+    // (Arrays, not vectors: their memory comes from the thread's block cache, so predict and
+    // training allocate nothing after warm-up.)
+    Array<std::uint32_t, dyn> keys_of(InView X) const {
         const auto ids = detail::id_column(*this, X, column());
         const std::size_t rows = ids.rows(), nV = this->dim(1);
         const std::uint32_t s = seed();
-        std::vector<std::uint32_t> keys(rows * 4);
+        Array<std::uint32_t, dyn> keys({rows * 4}, uninitialized);
         for (std::size_t r = 0; r < rows; ++r) {
             // Thinc casts the ids to uint64 (an int32 -1 is 2**64 - 1).
             const auto h = murmurhash3_uint64(static_cast<std::uint64_t>(static_cast<std::int64_t>(ids.id(r))), s);
@@ -122,7 +124,7 @@ private:
         }
         return keys;
     }
-    Floats2d gather(const std::vector<std::uint32_t>& keys) const {
+    Floats2d gather(const Array<std::uint32_t, dyn>& keys) const {
         const std::size_t rows = keys.size() / 4, nO = this->dim(0);
         Floats2d Y({rows, nO});
         const float* E = this->param(0).value.data();

@@ -41,7 +41,7 @@ using embed_input_check = std::conditional_t<is_id_array<In>, check::ok, check::
 // id(i). Checks the column (tenon-E194).
 template <class V>
 struct IdColumn {
-    const V& X;
+    V X;  // a view (held by value: cheap, and never dangling)
     std::size_t column;
     std::size_t rows() const { return X.shape(0); }
     auto id(std::size_t i) const {
@@ -49,6 +49,7 @@ struct IdColumn {
     }
 };
 template <class V>
+    requires requires { typename V::element_type; }  // a view, not an owning array (no copy)
 IdColumn<V> id_column(const Node& layer, const V& X, std::size_t column) {
     if constexpr (V::rank == 2) {
         if (column >= X.shape(1) && X.shape(0) > 0)
