@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "kernels.hpp"
+#include "subnormals.hpp"
 
 namespace tenon::cpu {
 
@@ -32,6 +33,7 @@ TENON_CLONES double sum_squares(const float* __restrict g, std::size_t n) {
 TENON_CLONES void adam_pass(float* __restrict W, float* __restrict G, float* __restrict m1, float* __restrict m2,
                             float* __restrict A, std::size_t n, float gscale, float b1, float b2, float lr_t,
                             float eps, float decay_keep, float wd) {
+    const FlushSubnormals flush;
     // Two loops rather than a test per element, so each vectorises.
     if (A) {
         for (std::size_t i = 0; i < n; ++i) {
@@ -58,6 +60,7 @@ TENON_CLONES void adam_pass(float* __restrict W, float* __restrict G, float* __r
 
 TENON_CLONES void sgd_pass(float* __restrict W, float* __restrict G, float* __restrict A, std::size_t n, float gscale,
                            float lr, float decay_keep, float wd) {
+    const FlushSubnormals flush;
     if (A) {
         for (std::size_t i = 0; i < n; ++i) {
             const float w = (W[i] - lr * (G[i] * gscale)) * wd;
