@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
             for (auto [X, Y] : batches) {
                 if (done++ == n_batches) break;
                 auto [Yh, backprop] = plan.begin_update(X);
-                backprop(loss.get_grad(Yh, Y));
+                backprop.params_only(loss.get_grad(Yh, Y));  // like the anchors: no gradient for the images
                 model.finish_update(opt);
             }
             const double secs = seconds_since(t0);

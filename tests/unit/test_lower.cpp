@@ -77,6 +77,15 @@ std::string check_plan(M& model, const X& x, std::uint64_t seed, bool compare_dx
         const auto g2 = grads(model);
         REQUIRE(g1.size() == g2.size());
         for (std::size_t i = 0; i < g1.size(); ++i) check_close(Vec{g2[i]}, Vec{g1[i]}, "gradient");
+        // params_only: the same gradients without dX (every stage that reads or writes the
+        // input's gradient skips it)
+        zero_grads(model);
+        fix_random_seed(seed + step);
+        auto [Y3, bp3] = plan.begin_update(x);
+        bp3.params_only(dY);
+        const auto g3 = grads(model);
+        REQUIRE(g1.size() == g3.size());
+        for (std::size_t i = 0; i < g1.size(); ++i) check_close(Vec{g3[i]}, Vec{g1[i]}, "gradient (params_only)");
     }
     return plan.describe();
 }
@@ -219,6 +228,14 @@ TEST_CASE("lower: layers it does not fuse become layer stages", "[lower]") {
         const std::string d = check_plan(m, X, 32);
         INFO(d);
         CHECK(contains(d, "stage 1: layer relu|linear 12->12 | layernorm, dropout(0.2)"));
+    }
+    SECTION("a concatenate first, in a residual") {
+        const Floats2d X = random_array(11, 12, 6);
+        auto m = residual(Relu<8>() | Linear<4>()) >> Softmax<3>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 33);
+        INFO(d);
+        CHECK(contains(d, "stage 0: layer relu|linear 12->12 | residual add (x0)"));
     }
 }
 

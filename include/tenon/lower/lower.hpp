@@ -367,7 +367,15 @@ public:
         const float* x0 = nullptr;        // the caller's X (Floats2d input)
         Floats2d head_out;                // boundary 1 when the first layer is a head
         mutable typename M::Backprop store{};  // the Backprops of "layer" stages
-        In operator()(Floats2dCView dY) const {
+        // Backpropagates dY: adds to the parameters' gradients and returns dX.
+        In operator()(Floats2dCView dY) const { return run(dY, true); }
+        // The same without dX (its product is skipped): for a training loop that discards the
+        // input's gradient, as a top-level model's does. Saves a product as large as the first
+        // layer's forward.
+        void params_only(Floats2dCView dY) const { run(dY, false); }
+
+    private:
+        In run(Floats2dCView dY, bool input_grad) const {
             const lowering::PlanData& p = plan->p_;
             const std::size_t nO = p.bounds.back().width;
             if (dY.shape(0) != rows || dY.shape(1) != nO)
@@ -381,8 +389,10 @@ public:
             c.b1 = head_out.size() ? const_cast<float*>(head_out.data()) : nullptr;
             c.dy = dY.data();
             if constexpr (!head_input) {
-                dX = Floats2d({rows, p.bounds[0].width}, uninitialized);
-                c.dx0 = dX.data();
+                if (input_grad) {
+                    dX = Floats2d({rows, p.bounds[0].width}, uninitialized);
+                    c.dx0 = dX.data();
+                }
             }
             char* root = reinterpret_cast<char*>(&store);
             for (std::size_t si = p.stages.size(); si-- > 0;) {
@@ -400,6 +410,7 @@ public:
                         Floats2d g;
                         s.fns.backward(root + s.bp_offset, d, &g);
                         float* to = c.grad(s.in);
+                        if (!to) continue;  // the input's gradient, not wanted
                         if (s.dx_assign) std::memcpy(to, g.data(), g.size() * sizeof(float));
                         else
                             for (std::size_t i = 0, e = g.size(); i < e; ++i) to[i] += g[i];

@@ -404,6 +404,7 @@ inline void row_pass_backward(const Stage& s, const StageParams& sp, const Ctx& 
                     break;
                 case OpKind::add: {
                     // Y = X + f(X): the skip's gradient is this one (f's part is added later)
+                    if (!skipg[k]) break;  // the skip is the plan's input, whose gradient is not wanted
                     float* g = skipg[k] + r * n;
                     if (op.grad_assign) std::memcpy(g, w, n * sizeof(float));
                     else
@@ -429,6 +430,7 @@ inline void row_pass_backward(const Stage& s, const StageParams& sp, const Ctx& 
                 break;
             }
             case Prim::none: {
+                if (!gin) break;  // as for a skip
                 float* g = gin + r * n;
                 if (s.dx_assign) std::memcpy(g, w, n * sizeof(float));
                 else
