@@ -17,12 +17,17 @@ namespace {
 // chunk order, so a step gives the same bits on any number of threads.
 constexpr std::size_t kChunk = std::size_t{1} << 14;
 
+// Each thread takes a contiguous run of chunks (cpu::parallel_ranges), as the matrix
+// products split their output: a core tends to find its part of the gradient, the weights
+// and the moments in its own cache from the previous step.
 template <class F>
 void over_chunks(std::size_t n, F&& f) {
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    cpu::parallel_for(chunks, [&](std::size_t c) {
-        const std::size_t begin = c * kChunk;
-        f(begin, std::min(n, begin + kChunk) - begin);
+    cpu::parallel_ranges(chunks, [&](std::size_t c0, std::size_t c1) {
+        for (std::size_t c = c0; c < c1; ++c) {
+            const std::size_t begin = c * kChunk;
+            f(begin, std::min(n, begin + kChunk) - begin);
+        }
     });
 }
 

@@ -57,6 +57,17 @@ TEST_CASE("parallel_for runs every index exactly once", "[threads]") {
             std::vector<std::atomic<int>> hits(n);
             cpu::parallel_for(n, [&](std::size_t i) { hits[i].fetch_add(1); });
             for (std::size_t i = 0; i < n; ++i) CHECK(hits[i].load() == 1);
+            // parallel_ranges: one contiguous range per thread (at most), covering [0, n) once
+            std::vector<std::atomic<int>> covered(n);
+            std::atomic<std::size_t> ranges{0};
+            cpu::parallel_ranges(n, [&](std::size_t b, std::size_t e) {
+                CHECK(b < e);
+                ranges.fetch_add(1);
+                for (std::size_t i = b; i < e; ++i) covered[i].fetch_add(1);
+            });
+            for (std::size_t i = 0; i < n; ++i) CHECK(covered[i].load() == 1);
+            CHECK(ranges.load() <= std::min(n, threads));
+            CHECK((ranges.load() > 0) == (n > 0));
         }
     }
     set_num_threads(0);

@@ -30,6 +30,24 @@ void parallel_for(std::size_t n, F&& f) {
     parallel_run(
         n, [](std::size_t i, void* c) { (*static_cast<F*>(c))(i); }, static_cast<void*>(&f));
 }
+
+// Runs f(begin, end) over [0, n) cut into one contiguous range per thread, in order (the
+// calling thread usually takes the first). For passes over data that the previous op
+// split the same way: a matrix product splits C into contiguous halves too, so each core
+// finds its half of a parameter still in its own cache.
+template <class F>
+void parallel_ranges(std::size_t n, F&& f) {
+    const std::size_t parts = n < num_threads() ? n : num_threads();
+    if (parts <= 1) {
+        if (n) f(std::size_t{0}, n);
+        return;
+    }
+    const std::size_t step = (n + parts - 1) / parts;
+    parallel_for(parts, [&](std::size_t i) {
+        const std::size_t b = i * step, e = b + step < n ? b + step : n;
+        if (b < e) f(b, e);
+    });
+}
 }  // namespace cpu
 
 }  // namespace tenon
