@@ -1,9 +1,11 @@
 // The random numbers behind initialisers and dropout: one process-wide generator
-// (xoshiro256**, fast enough for dropout masks), reseeded by fix_random_seed so that the same
-// seed gives the same weights and the same training run. Not for use from several training
-// threads at once; predict never draws random numbers.
+// (xoshiro256**), reseeded by fix_random_seed so that the same seed gives the same weights
+// and the same training run. Not for use from several training threads at once; predict
+// never draws random numbers.
 #pragma once
+#include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace tenon {
@@ -65,6 +67,30 @@ private:
 inline Rng& global_rng() noexcept {
     static Rng rng(0);
     return rng;
+}
+
+// A dropout mask: m[j] = keep (kept, with probability 1 - rate) or 0 for the elements
+// first .. first + n - 1 of a call whose key is one draw of the generator (dropout_key).
+// Element j's number is splitmix64's output function of key + (j + 1) * golden ratio, a
+// counter-based stream: any range can be filled on any thread, in any order, and gives the
+// same mask, so the lowered plan fills rows in parallel and equals the Dropout layer for
+// every thread count. The test is on 24 bits, k >= ceil(rate * 2^24) (the same as
+// uniform() >= rate), and a select without a branch (a random mask mispredicts often).
+inline std::uint64_t dropout_key(Rng& rng) noexcept { return rng.next(); }
+inline void dropout_mask(std::uint64_t key, std::uint64_t first, float* m, std::size_t n, double rate,
+                         float keep) noexcept {
+    const auto kt = static_cast<std::uint64_t>(std::ceil(static_cast<double>(static_cast<float>(rate)) * 16777216.0));
+    const auto kb = std::bit_cast<std::uint32_t>(keep);
+    std::uint64_t c = key + first * 0x9E3779B97F4A7C15ull;
+    for (std::size_t j = 0; j < n; ++j) {
+        c += 0x9E3779B97F4A7C15ull;
+        std::uint64_t z = c;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        const std::uint32_t sel = 0u - static_cast<std::uint32_t>((z >> 40) >= kt);
+        m[j] = std::bit_cast<float>(kb & sel);
+    }
 }
 
 // Same seed -> same weights -> same run (as Thinc's fix_random_seed).

@@ -339,6 +339,36 @@ TEST_CASE("layers: Dropout", "[layers]") {
     CHECK(dropped < 600);
 }
 
+// The counter-based masks behind Dropout and the plan (random.hpp): a range filled alone is
+// the same as in the whole; the kept fraction is 1 - rate; keys and positions decorrelate.
+TEST_CASE("layers: dropout_mask is a function of the key and the index", "[layers]") {
+    constexpr std::size_t n = 100000;
+    std::vector<float> whole(n), parts(n), other(n);
+    dropout_mask(12345, 0, whole.data(), n, 0.2, 1.25f);
+    for (std::size_t b = 0; b < n; b += 777) dropout_mask(12345, b, parts.data() + b, std::min<std::size_t>(777, n - b), 0.2, 1.25f);
+    CHECK(whole == parts);
+    dropout_mask(12346, 0, other.data(), n, 0.2, 1.25f);
+    std::size_t kept = 0, same = 0, runs = 0, other_values = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        other_values += whole[i] != 0.0f && whole[i] != 1.25f;
+        kept += whole[i] != 0.0f;
+        same += (whole[i] != 0.0f) == (other[i] != 0.0f);
+        runs += i > 0 && (whole[i] != 0.0f) != (whole[i - 1] != 0.0f);
+    }
+    CHECK(other_values == 0);
+    // kept ~ Binomial(1e5, 0.8): sd 126. Two keys agree where both keep or both drop:
+    // 0.68 of the time (sd 148). Changes between neighbours: 2 * 0.8 * 0.2 = 0.32 (sd 148).
+    CHECK(kept > 79400);
+    CHECK(kept < 80600);
+    CHECK(same > 67300);
+    CHECK(same < 68700);
+    CHECK(runs > 31300);
+    CHECK(runs < 32700);
+    // rate 0 keeps all
+    dropout_mask(7, 0, other.data(), n, 0.0, 1.0f);
+    CHECK(std::count(other.begin(), other.end(), 1.0f) == static_cast<std::ptrdiff_t>(n));
+}
+
 TEST_CASE("layers: chain and clone compute the composition", "[layers]") {
     fix_random_seed(6);
     auto a = Relu<5>();

@@ -60,10 +60,8 @@ public:
         if (r >= 1.0) {
             bp.mask.fill(0.0f);
         } else {
-            const auto keep = static_cast<float>(1.0 / (1.0 - r));
-            const auto threshold = static_cast<float>(r);
-            Rng& rng = global_rng();
-            for (float& m : bp.mask) m = rng.uniform() >= threshold ? keep : 0.0f;
+            dropout_mask(dropout_key(global_rng()), 0, bp.mask.data(), bp.mask.size(), r,
+                         static_cast<float>(1.0 / (1.0 - r)));
         }
         for (std::size_t i = 0, n = Y.size(); i < n; ++i) Y[i] *= bp.mask[i];
     }

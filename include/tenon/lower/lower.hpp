@@ -144,12 +144,11 @@ struct Builder {
         return p.stages.back();
     }
     // An elementwise operation: into the current stage's pass where it may go, else a new
-    // "elementwise" stage. One dropout per pass: a pass draws row by row, and two dropouts
-    // in one pass would interleave their numbers (the layers draw one whole mask, then the next).
+    // "elementwise" stage. Any number of dropouts may share a pass: each draws its key when
+    // the pass starts, in the order the layers draw theirs (dropout_mask, random.hpp).
     void add_op(Op op) {
         const bool merge = !pinned && !p.stages.empty() && p.stages.back().out == cur &&
-                           p.stages.back().ops.size() < max_ops &&
-                           !(op.kind == OpKind::dropout && has_dropout(p.stages.back()));
+                           p.stages.back().ops.size() < max_ops;
         if (!merge) {
             if (width() == 0)
                 throw Error("lower(): the width before " + (op.node ? op.node->name() : std::string("an operation")) +
@@ -158,11 +157,6 @@ struct Builder {
             open(Prim::none, width(), width());
         }
         p.stages.back().ops.push_back(op);
-    }
-    static bool has_dropout(const Stage& s) {
-        for (const Op& o : s.ops)
-            if (o.kind == OpKind::dropout) return true;
-        return false;
     }
     // A dense layer's optional LayerNorm and Dropout (its children, in that order).
     void add_tail(Node& layer) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tenon/backend/cpu/gemm.hpp"
+#include "tenon/backend/cpu/threads.hpp"
 #include "tenon/layers/dropout.hpp"
 #include "tenon/layers/layernorm.hpp"
 #include "tenon/layers/sigmoid.hpp"
@@ -28,6 +29,8 @@ inline constexpr std::size_t npos = static_cast<std::size_t>(-1);
 // At most this many fused operations per stage: their parameters are resolved once per call
 // into a fixed array on the stack (no allocation); a longer run starts a new stage.
 inline constexpr std::size_t max_ops = 8;
+// A forward row pass over at least this many values is split over the threads.
+inline constexpr std::size_t row_pass_split_work = 8192;
 
 enum class Prim : std::uint8_t { none, dense, maxout, layer };
 enum class OpKind : std::uint8_t { layernorm, dropout, sigmoid, add };
@@ -259,8 +262,10 @@ inline void layernorm_row_backward(float* d, const float* xh, float rs, std::siz
 }
 
 // The forward row pass of stage s (after its primary step wrote, or left, the rows in O).
-// Rows go in order on this thread: dropout draws its numbers row by row, element by
-// element, exactly the order in which Dropout fills its mask.
+// Every row is independent: a dropout draws one key per call, in op order as the layers
+// do, and element j of its mask is a function of the key and j (dropout_mask,
+// random.hpp), so the rows are split over the threads and the result is the same for any
+// thread count.
 inline void row_pass_forward(const Stage& s, const StageParams& sp, const Ctx& c) {
     const std::size_t n = s.nO, rows = c.rows;
     float* O = c.act(s.out);
@@ -279,85 +284,80 @@ inline void row_pass_forward(const Stage& s, const StageParams& sp, const Ctx& c
         rstds[k] = c.train && op.rstd != npos ? c.buf(op.rstd) : nullptr;
         skips[k] = op.kind == OpKind::add ? c.act(op.skip) : nullptr;
     }
-    Rng& rng = global_rng();
-    for (std::size_t r = 0; r < rows; ++r) {
-        float* o = O + r * n;
-        switch (s.prim) {
-            case Prim::dense:
-                s.act_fwd(s.layer, o, sp.b, n, zsave ? zsave + r * n : nullptr, sp.t, sp.normalize);
-                break;
-            case Prim::maxout: {
-                // max over the pieces of Z + b; ties go to the first piece (as Maxout)
-                const std::size_t nP = s.nP;
-                const float* z = zs + r * n * nP;
-                for (std::size_t q = 0; q < n; ++q) {
-                    const float* zq = z + q * nP;
-                    const float* bq = sp.b + q * nP;
-                    std::size_t arg = 0;
-                    float best = zq[0] + bq[0];
-                    for (std::size_t p = 1; p < nP; ++p) {
-                        const float v = zq[p] + bq[p];
-                        if (v > best) {
-                            best = v;
-                            arg = p;
+    std::uint64_t keys[max_ops] = {};
+    for (std::size_t k = 0; k < nops; ++k)
+        if (s.ops[k].kind == OpKind::dropout && c.train && sp.op[k].on && !sp.op[k].all)
+            keys[k] = dropout_key(global_rng());
+    auto pass = [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            float* o = O + r * n;
+            switch (s.prim) {
+                case Prim::dense:
+                    s.act_fwd(s.layer, o, sp.b, n, zsave ? zsave + r * n : nullptr, sp.t, sp.normalize);
+                    break;
+                case Prim::maxout: {
+                    // max over the pieces of Z + b; ties go to the first piece (as Maxout)
+                    const std::size_t nP = s.nP;
+                    const float* z = zs + r * n * nP;
+                    for (std::size_t q = 0; q < n; ++q) {
+                        const float* zq = z + q * nP;
+                        const float* bq = sp.b + q * nP;
+                        std::size_t arg = 0;
+                        float best = zq[0] + bq[0];
+                        for (std::size_t p = 1; p < nP; ++p) {
+                            const float v = zq[p] + bq[p];
+                            if (v > best) {
+                                best = v;
+                                arg = p;
+                            }
                         }
+                        o[q] = best;
+                        if (which) which[r * n + q] = static_cast<std::int32_t>(arg);
                     }
-                    o[q] = best;
-                    if (which) which[r * n + q] = static_cast<std::int32_t>(arg);
+                    break;
                 }
-                break;
+                case Prim::none:
+                    if (o != in + r * n) std::memcpy(o, in + r * n, n * sizeof(float));
+                    break;
+                case Prim::layer:
+                    break;
             }
-            case Prim::none:
-                if (o != in + r * n) std::memcpy(o, in + r * n, n * sizeof(float));
-                break;
-            case Prim::layer:
-                break;
-        }
-        if (ysave) std::memcpy(ysave + r * n, o, n * sizeof(float));
-        for (std::size_t k = 0; k < nops; ++k) {
-            const Op& op = s.ops[k];
-            const OpParams& pp = sp.op[k];
-            switch (op.kind) {
-                case OpKind::layernorm:
-                    layernorm_row(o, o, n, pp.G, pp.b, saves[k] ? saves[k] + r * n : nullptr,
-                                  rstds[k] ? rstds[k] + r : nullptr);
-                    break;
-                case OpKind::dropout:
-                    if (!c.train) break;
-                    if (float* m = saves[k] + r * n; !pp.on) {
-                        for (std::size_t i = 0; i < n; ++i) m[i] = 1.0f;  // backward then passes dY through
-                    } else if (pp.all) {
-                        for (std::size_t i = 0; i < n; ++i) o[i] *= (m[i] = 0.0f);
-                    } else {
-                        // The same numbers in the same order as Dropout, from a local copy of
-                        // the generator (its state stays in registers: the draws are serial).
-                        Rng g = rng;
-                        const float keep = pp.keep, threshold = pp.threshold;
-                        // uniform() is k / 2^24 for k = next() >> 40, so uniform() >= threshold is
-                        // k >= ceil(threshold * 2^24): an integer test, and a select without a
-                        // branch (a random mask mispredicts one in five).
-                        const auto kt = static_cast<std::uint64_t>(std::ceil(double(threshold) * 16777216.0));
-                        const auto kb = std::bit_cast<std::uint32_t>(keep);
-                        for (std::size_t i = 0; i < n; ++i) {
-                            const std::uint32_t sel = 0u - static_cast<std::uint32_t>((g.next() >> 40) >= kt);
-                            m[i] = std::bit_cast<float>(kb & sel);
+            if (ysave) std::memcpy(ysave + r * n, o, n * sizeof(float));
+            for (std::size_t k = 0; k < nops; ++k) {
+                const Op& op = s.ops[k];
+                const OpParams& pp = sp.op[k];
+                switch (op.kind) {
+                    case OpKind::layernorm:
+                        layernorm_row(o, o, n, pp.G, pp.b, saves[k] ? saves[k] + r * n : nullptr,
+                                      rstds[k] ? rstds[k] + r : nullptr);
+                        break;
+                    case OpKind::dropout:
+                        if (!c.train) break;
+                        if (float* m = saves[k] + r * n; !pp.on) {
+                            for (std::size_t i = 0; i < n; ++i) m[i] = 1.0f;  // backward then passes dY through
+                        } else if (pp.all) {
+                            for (std::size_t i = 0; i < n; ++i) o[i] *= (m[i] = 0.0f);
+                        } else {
+                            dropout_mask(keys[k], r * n, m, n, pp.threshold, pp.keep);  // as Dropout's
+                            for (std::size_t i = 0; i < n; ++i) o[i] *= m[i];
                         }
-                        rng = g;
-                        for (std::size_t i = 0; i < n; ++i) o[i] *= m[i];
+                        break;
+                    case OpKind::sigmoid:
+                        for (std::size_t i = 0; i < n; ++i) o[i] = detail::sigmoid(o[i]);
+                        if (saves[k]) std::memcpy(saves[k] + r * n, o, n * sizeof(float));
+                        break;
+                    case OpKind::add: {
+                        const float* x = skips[k] + r * n;
+                        for (std::size_t i = 0; i < n; ++i) o[i] += x[i];
+                        break;
                     }
-                    break;
-                case OpKind::sigmoid:
-                    for (std::size_t i = 0; i < n; ++i) o[i] = detail::sigmoid(o[i]);
-                    if (saves[k]) std::memcpy(saves[k] + r * n, o, n * sizeof(float));
-                    break;
-                case OpKind::add: {
-                    const float* x = skips[k] + r * n;
-                    for (std::size_t i = 0; i < n; ++i) o[i] += x[i];
-                    break;
                 }
             }
         }
-    }
+    };
+    // Split only where it pays (waking a worker costs about a microsecond).
+    if (rows >= 2 && rows * n >= row_pass_split_work) cpu::parallel_ranges(rows, pass);
+    else pass(0, rows);
 }
 
 // The backward row pass of stage s: dY (the output's gradient) through the fused

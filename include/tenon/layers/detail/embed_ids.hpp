@@ -79,10 +79,7 @@ inline Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_t
     if (r <= 0.0) return {};
     Floats1d mask({nO});  // zeros: the rate 1 case
     if (r < 1.0) {
-        const auto keep = static_cast<float>(1.0 / (1.0 - r));
-        const auto threshold = static_cast<float>(r);
-        Rng& rng = global_rng();
-        for (float& m : mask) m = rng.uniform() >= threshold ? keep : 0.0f;
+        dropout_mask(dropout_key(global_rng()), 0, mask.data(), mask.size(), r, static_cast<float>(1.0 / (1.0 - r)));
     }
     return mask;
 }
