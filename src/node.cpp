@@ -26,7 +26,7 @@ Node::Node(std::string name, std::initializer_list<std::pair<const char*, std::s
     dims_.reserve(dims.size());
     for (auto& [n, v] : dims) dims_.push_back(Dim{n, v, v});
     params_.reserve(params.size());
-    for (auto* p : params) params_.push_back(Param{p, {}, {}, {}, false});
+    for (auto* p : params) params_.push_back(Param{p, {}, {}, {}, false, false});
 }
 
 Node::Node(const Node& o)
@@ -81,7 +81,7 @@ void Node::set_dim(std::string_view n, std::size_t value, bool force) {
                          "tenon-E101");
     if (d->value != value && force) {
         // The parameters' shapes depended on the old value.
-        for (auto& p : params_) p = Param{p.name, {}, {}, {}, false};
+        for (auto& p : params_) p = Param{p.name, {}, {}, {}, false, false};
         initialized_ = false;
     }
     d->value = value;
@@ -142,12 +142,21 @@ void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
     p.shape = std::move(shape);
     p.value = Floats1d({n});
     p.grad = Floats1d({n});
+    p.grad_lazy_zero = false;
     p.allocated = true;
 }
 
 bool Node::has_param(std::string_view n) const noexcept {
     auto* p = find_param(n);
     return p && p->allocated;
+}
+
+void Node::settle_grad(const Param& p) noexcept {
+    if (!p.grad_lazy_zero) return;
+    // The memory is the node's and the value stays zero: clearing it is not a change of state.
+    float* g = const_cast<float*>(p.grad.data());
+    std::fill(g, g + p.grad.size(), 0.0f);
+    p.grad_lazy_zero = false;
 }
 
 namespace {
@@ -163,9 +172,23 @@ V view_of(P& p, bool grad) {
 
 ParamView Node::get_param(std::string_view n) { return view_of<ParamView>(require_param(n), false); }
 CParamView Node::get_param(std::string_view n) const { return view_of<CParamView>(require_param(n), false); }
-ParamView Node::get_grad(std::string_view n) { return view_of<ParamView>(require_param(n), true); }
-CParamView Node::get_grad(std::string_view n) const { return view_of<CParamView>(require_param(n), true); }
+ParamView Node::get_grad(std::string_view n) {
+    Param& p = require_param(n);
+    settle_grad(p);
+    return view_of<ParamView>(p, true);
+}
+CParamView Node::get_grad(std::string_view n) const {
+    const Param& p = require_param(n);
+    settle_grad(p);
+    return view_of<CParamView>(p, true);
+}
 bool Node::has_grad(std::string_view n) const noexcept { return has_param(n); }
+ParamView Node::get_grad_for_overwrite(std::string_view n, bool& zero) {
+    Param& p = require_param(n);
+    zero = p.grad_lazy_zero;
+    p.grad_lazy_zero = false;
+    return view_of<ParamView>(p, true);  // not cleared: the caller writes every value
+}
 
 namespace {
 void check_same_shape(const std::string& layer, std::string_view what, const std::vector<std::size_t>& want,
@@ -195,12 +218,14 @@ void Node::set_param(std::string_view n, CParamView v) {
 void Node::set_grad(std::string_view n, CParamView v) {
     auto& p = require_param(n);
     check_same_shape(name_, "set_grad('" + std::string(n) + "')", p.shape, v);
+    p.grad_lazy_zero = false;
     if (v.size()) std::memcpy(p.grad.data(), v.data, v.size() * sizeof(float));
 }
 
 void Node::inc_grad(std::string_view n, CParamView v) {
     auto& p = require_param(n);
     check_same_shape(name_, "inc_grad('" + std::string(n) + "')", p.shape, v);
+    settle_grad(p);
     float* g = p.grad.data();
     for (std::size_t i = 0, e = v.size(); i < e; ++i) g[i] += v.data[i];
 }
@@ -282,7 +307,10 @@ namespace tenon {
 void Node::apply_optimizer(Optimizer& optimizer) {
     for (auto& p : params_) {
         if (!p.allocated) continue;
-        optimizer.update(id_, p.name, p.value.view(), p.grad.view());  // zeroes the gradient
+        settle_grad(p);  // a gradient no backprop touched since the last step is zero
+        // The optimizer leaves the gradient's memory as it is; it is zero from now on.
+        optimizer.update(id_, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+        p.grad_lazy_zero = true;
     }
 }
 }  // namespace tenon

@@ -47,7 +47,8 @@ double chunked_sum_squares(const float* g, std::size_t n) {
 }
 }  // namespace
 
-void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g) {
+void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g,
+                       bool zero_grad) {
     const std::size_t n = w.size();
     if (n == 0) return;
     State& s = state_[{node_id, name}];
@@ -84,7 +85,8 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
         const auto eps = static_cast<float>(opts_.eps);
         float *M1 = s.mom1.data(), *M2 = s.mom2.data();
         over_chunks(n, [&](std::size_t b, std::size_t len) {
-            cpu::adam_pass(W + b, G + b, M1 + b, M2 + b, A ? A + b : nullptr, len, gscale, b1, b2, lr_t, eps, decay, wd);
+            cpu::adam_pass(W + b, G + b, M1 + b, M2 + b, A ? A + b : nullptr, len, gscale, b1, b2, lr_t, eps, decay, wd,
+                           zero_grad);
         });
     } else if (opts_.beta2 > 0.0) {
         throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
@@ -92,7 +94,7 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
     } else {
         const auto lr = static_cast<float>(opts_.learn_rate);
         over_chunks(n, [&](std::size_t b, std::size_t len) {
-            cpu::sgd_pass(W + b, G + b, A ? A + b : nullptr, len, gscale, lr, decay, wd);
+            cpu::sgd_pass(W + b, G + b, A ? A + b : nullptr, len, gscale, lr, decay, wd, zero_grad);
         });
     }
 }

@@ -28,52 +28,56 @@ TENON_CLONES double sum_squares(const float* __restrict g, std::size_t n) {
     return s;
 }
 
+namespace {
+// The loops, one per combination, so that each vectorises without a test per element
+// (inlined into each target clone below).
+template <bool kAvg, bool kZero>
+[[gnu::always_inline]] inline void adam_loop(float* __restrict W, float* __restrict G, float* __restrict m1,
+                                             float* __restrict m2, float* __restrict A, std::size_t n, float gscale,
+                                             float b1, float b2, float lr_t, float eps, float decay_keep, float wd) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const float g = G[i] * gscale;
+        const float u = b1 * m1[i] + (1.0f - b1) * g, v = b2 * m2[i] + (1.0f - b2) * g * g;
+        const float w = (W[i] - lr_t * u / (std::sqrt(v) + eps)) * wd;
+        m1[i] = u;
+        m2[i] = v;
+        W[i] = w;
+        if constexpr (kZero) G[i] = 0.0f;
+        if constexpr (kAvg) A[i] -= (1.0f - decay_keep) * (A[i] - w);
+    }
+}
+template <bool kAvg, bool kZero>
+[[gnu::always_inline]] inline void sgd_loop(float* __restrict W, float* __restrict G, float* __restrict A,
+                                            std::size_t n, float gscale, float lr, float decay_keep, float wd) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const float w = (W[i] - lr * (G[i] * gscale)) * wd;
+        W[i] = w;
+        if constexpr (kZero) G[i] = 0.0f;
+        if constexpr (kAvg) A[i] -= (1.0f - decay_keep) * (A[i] - w);
+    }
+}
+}  // namespace
+
 // One pass: the (already scaled) gradient updates the moments and the weights, then the
-// moving average; the gradient is zeroed on the way (finish_update would zero it next).
+// moving average; the gradient is zeroed on the way when zero_g (Node::apply_optimizer
+// passes false and marks the gradient zero instead: one stream less).
 TENON_CLONES void adam_pass(float* __restrict W, float* __restrict G, float* __restrict m1, float* __restrict m2,
                             float* __restrict A, std::size_t n, float gscale, float b1, float b2, float lr_t,
-                            float eps, float decay_keep, float wd) {
+                            float eps, float decay_keep, float wd, bool zero_g) {
     const FlushSubnormals flush;
-    // Two loops rather than a test per element, so each vectorises.
-    if (A) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const float g = G[i] * gscale;
-            const float u = b1 * m1[i] + (1.0f - b1) * g, v = b2 * m2[i] + (1.0f - b2) * g * g;
-            const float w = (W[i] - lr_t * u / (std::sqrt(v) + eps)) * wd;
-            m1[i] = u;
-            m2[i] = v;
-            W[i] = w;
-            G[i] = 0.0f;
-            A[i] -= (1.0f - decay_keep) * (A[i] - w);
-        }
-    } else {
-        for (std::size_t i = 0; i < n; ++i) {
-            const float g = G[i] * gscale;
-            const float u = b1 * m1[i] + (1.0f - b1) * g, v = b2 * m2[i] + (1.0f - b2) * g * g;
-            m1[i] = u;
-            m2[i] = v;
-            W[i] = (W[i] - lr_t * u / (std::sqrt(v) + eps)) * wd;
-            G[i] = 0.0f;
-        }
-    }
+    if (A && zero_g) adam_loop<true, true>(W, G, m1, m2, A, n, gscale, b1, b2, lr_t, eps, decay_keep, wd);
+    else if (A) adam_loop<true, false>(W, G, m1, m2, A, n, gscale, b1, b2, lr_t, eps, decay_keep, wd);
+    else if (zero_g) adam_loop<false, true>(W, G, m1, m2, A, n, gscale, b1, b2, lr_t, eps, decay_keep, wd);
+    else adam_loop<false, false>(W, G, m1, m2, A, n, gscale, b1, b2, lr_t, eps, decay_keep, wd);
 }
 
 TENON_CLONES void sgd_pass(float* __restrict W, float* __restrict G, float* __restrict A, std::size_t n, float gscale,
-                           float lr, float decay_keep, float wd) {
+                           float lr, float decay_keep, float wd, bool zero_g) {
     const FlushSubnormals flush;
-    if (A) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const float w = (W[i] - lr * (G[i] * gscale)) * wd;
-            W[i] = w;
-            G[i] = 0.0f;
-            A[i] -= (1.0f - decay_keep) * (A[i] - w);
-        }
-    } else {
-        for (std::size_t i = 0; i < n; ++i) {
-            W[i] = (W[i] - lr * (G[i] * gscale)) * wd;
-            G[i] = 0.0f;
-        }
-    }
+    if (A && zero_g) sgd_loop<true, true>(W, G, A, n, gscale, lr, decay_keep, wd);
+    else if (A) sgd_loop<true, false>(W, G, A, n, gscale, lr, decay_keep, wd);
+    else if (zero_g) sgd_loop<false, true>(W, G, A, n, gscale, lr, decay_keep, wd);
+    else sgd_loop<false, false>(W, G, A, n, gscale, lr, decay_keep, wd);
 }
 
 }  // namespace tenon::cpu

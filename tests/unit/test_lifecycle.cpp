@@ -19,6 +19,7 @@ namespace {
 using testing::random_array;
 
 std::vector<float> values(CParamView p) { return {p.begin(), p.end()}; }
+bool nonzero(CParamView g) { return std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }); }
 
 bool same(const Floats2d& a, const Floats2d& b) {
     return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());
@@ -431,7 +432,6 @@ TEST_CASE("lifecycle: finish_update applies the optimizer and zeroes the gradien
     const auto W0 = values(relu.get_param("W"));
     auto [Y, bp] = model.begin_update(X);
     bp(random_array(4, 3, 2));
-    auto nonzero = [](CParamView g) { return std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }); };
     std::vector<Node*> with_params;
     for (Node* n : model.walk())
         for (auto& p : n->param_names())
@@ -451,6 +451,41 @@ TEST_CASE("lifecycle: finish_update applies the optimizer and zeroes the gradien
             }
     CHECK(values(relu.get_param("W")) != W0);
     CHECK(opt.nr_update(relu.id() + 1000000, "W") == 0);
+}
+
+// finish_update marks the gradients zero without clearing them (Node::Param::grad_lazy_zero).
+TEST_CASE("lifecycle: gradients after finish_update are lazy zeros", "[lifecycle]") {
+    auto model = Relu<5>() >> Softmax<3>();
+    const Floats2d X = random_array(8, 4, 1);
+    model.initialize(X);
+    auto& out = model.layer<1>();  // (the Relu gets no gradient at first: Softmax starts with W = 0)
+    auto step = [&] {
+        auto [P, bp] = model.begin_update(X);
+        bp(random_array(8, 3, 3));
+    };
+    Optimizer opt = Adam(0.01);
+    step();
+    model.finish_update(opt);
+    bool zero = false;
+    ParamView g = out.get_grad_for_overwrite("W", zero);
+    CHECK(zero);  // its memory still holds the last gradient: the caller must write it all
+    CHECK(nonzero(g));
+    std::fill(g.begin(), g.end(), 2.0f);
+    out.get_grad_for_overwrite("W", zero);
+    CHECK_FALSE(zero);  // written since
+    CHECK(values(out.get_grad("W")) == std::vector<float>(15, 2.0f));
+
+    step();
+    model.finish_update(opt);
+    CHECK_FALSE(nonzero(out.get_grad("b")));  // get_grad clears a lazy zero
+    out.inc_grad("W", out.get_param("W"));   // inc_grad adds to zero, not to the old values
+    CHECK(values(out.get_grad("W")) == values(out.get_param("W")));
+    model.finish_update(opt);
+    const auto W1 = values(out.get_param("W"));
+    model.finish_update(opt);  // no backprop: the optimizer sees a zero gradient
+    const auto& cmodel = model;
+    CHECK_FALSE(nonzero(cmodel.layer<1>().get_grad("W")));
+    CHECK(values(out.get_param("W")) != W1);  // Adam's momentum still moves the weights
 }
 
 TEST_CASE("lifecycle: UseAverages swaps the averaged parameters in and back out", "[lifecycle]") {

@@ -35,6 +35,16 @@ std::vector<std::vector<float>> grads(Node& model) {
             }
     return out;
 }
+std::vector<std::vector<float>> params(Node& model) {
+    std::vector<std::vector<float>> out;
+    for (Node* n : model.walk())
+        for (const auto& name : n->param_names())
+            if (n->has_param(name)) {
+                auto p = n->get_param(name);
+                out.emplace_back(p.begin(), p.end());
+            }
+    return out;
+}
 template <class A, class B>
 void check_close(const A& a, const B& b, const char* what) {
     INFO(what);
@@ -123,6 +133,42 @@ TEST_CASE("lower: large row passes split over threads give the model's bits", "[
         check_plan(model, X, 41);
     }
     set_num_threads(0);
+}
+
+// finish_update leaves the gradients as lazy zeros (Node::Param): the plan's next weight
+// gradient product overwrites them (beta = 0), the model's own layers clear them first.
+TEST_CASE("lower: training through the plan equals the model's own training", "[lower]") {
+    auto a = Relu<48>({.dropout = 0.2}) >> Maxout<24, dyn, 2>({.normalize = true}) >> Softmax<6>();
+    const Floats2d X = random_array(40, 30, 12);
+    a.initialize(X);
+    auto b = a;  // the same weights
+    auto plan = lower(b);
+    Optimizer oa = Adam(0.01), ob = Adam(0.01);
+    for (int step = 0; step < 6; ++step) {
+        const Floats2d dY = random_array(40, 6, 200 + step);
+        // step 2 accumulates two backprops (the second adds to the first), step 4 uses
+        // params_only, and step 5 has no backprop at all (the optimizer sees zero gradients)
+        const int passes = step == 2 ? 2 : step == 5 ? 0 : 1;
+        for (int k = 0; k < passes; ++k) {
+            fix_random_seed(50 + step * 2 + k);
+            auto [Ya, bpa] = a.begin_update(X);
+            bpa(dY);
+            fix_random_seed(50 + step * 2 + k);
+            auto [Yb, bpb] = plan.begin_update(X);
+            if (step == 4) bpb.params_only(dY);
+            else bpb(dY);
+        }
+        // (reading the gradients here does not clear a lazy zero: the backprops wrote them)
+        const auto ga = grads(a), gb = grads(b);
+        for (std::size_t i = 0; i < ga.size(); ++i) check_close(Vec{gb[i]}, Vec{ga[i]}, "gradient before the update");
+        a.finish_update(oa);
+        b.finish_update(ob);
+        const auto pa = params(a), pb = params(b);
+        REQUIRE(pa.size() == pb.size());
+        for (std::size_t i = 0; i < pa.size(); ++i) check_close(Vec{pb[i]}, Vec{pa[i]}, "parameter after the update");
+    }
+    for (const auto& g : grads(b))
+        for (float v : g) REQUIRE(v == 0.0f);  // a lazy zero reads as zero
 }
 
 TEST_CASE("lower: every dense activation with its LayerNorm and Dropout tail", "[lower]") {

@@ -39,7 +39,7 @@ public:
                                      ") like the output, but found (" + std::to_string(d_sim.shape(0)) + ")",
                                  "tenon-E165");
             const float* W = model->param(0).value.data();
-            float* dW = model->param(0).grad.data();
+            float* dW = model->grad_data(0);
             In dX{Floats2d({rows, n}, uninitialized), Floats2d({rows, n}, uninitialized)};
             for (std::size_t i = 0; i < rows; ++i) {
                 const float t1 = total[i] + 1.0f;

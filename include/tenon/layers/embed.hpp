@@ -59,7 +59,7 @@ public:
         In operator()(Floats2dCView dY) const {
             const std::size_t n = rows.size(), nO = layer ? layer->dim(0) : 0;
             detail::check_table_grad("embed", layer, dY, n, nO);
-            float* dE = layer->param(0).grad.data();
+            float* dE = layer->grad_data(0);
             for (std::size_t r = 0; r < n; ++r) detail::add_grad_row(dE + static_cast<std::size_t>(rows[r]) * nO, dY.data() + r * nO, mask, nO);
             return In(shape);
         }

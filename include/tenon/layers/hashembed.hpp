@@ -90,7 +90,7 @@ public:
         In operator()(Floats2dCView dY) const {
             const std::size_t rows = keys.size() / 4, nO = layer ? layer->dim(0) : 0;
             detail::check_table_grad("hashembed", layer, dY, rows, nO);
-            float* dE = layer->param(0).grad.data();
+            float* dE = layer->grad_data(0);
             // Key by key, as Thinc's four scatter_adds.
             for (std::size_t k = 0; k < 4; ++k)
                 for (std::size_t r = 0; r < rows; ++r)

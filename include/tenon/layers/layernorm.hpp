@@ -48,8 +48,8 @@ public:
             detail::check_same_shape(*layer, dY, rows, n);
             Floats2d dX({rows, n}, uninitialized);
             const float* G = layer->param(0).value.data();
-            float* dG = layer->param(0).grad.data();
-            float* db = layer->param(1).grad.data();
+            float* dG = layer->grad_data(0);
+            float* db = layer->grad_data(1);
             for (std::size_t r = 0; r < rows; ++r) {
                 const float* dy = dY.data() + r * n;
                 const float* xh = Xhat.data() + r * n;

@@ -80,7 +80,7 @@ public:
                     dZ(r, o * nP + static_cast<std::size_t>(which(r, o))) = d(r, o);
             Floats2d dX({rows, X.shape(1)}, uninitialized);
             detail::affine_backward(dZ.data(), X, layer->param(0).value.data(), nO * nP,
-                                    layer->param(0).grad.data(), layer->param(1).grad.data(), dX.data());
+                                    layer->grad_data(0), layer->grad_data(1), dX.data());
             return dX;
         }
     };

@@ -391,7 +391,7 @@ public:
             char* root = reinterpret_cast<char*>(&store);
             for (std::size_t si = p.stages.size(); si-- > 0;) {
                 const lowering::Stage& s = p.stages[si];
-                const lowering::StageParams sp = lowering::resolve(s, true);
+                const lowering::StageParams sp = lowering::resolve(s, true, true);
                 if (s.prim == lowering::Prim::layer) {
                     Floats2dCView d(c.grad(s.out), {rows, s.nO});
                     if (!s.ops.empty()) {

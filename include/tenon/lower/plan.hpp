@@ -177,19 +177,24 @@ struct StageParams {
     const float* b = nullptr;
     float* dW = nullptr;
     float* db = nullptr;
+    float dW_beta = 1.0f;  // 0 when dW is a lazy zero (Node::get_grad_for_overwrite): the product writes it
     float t = 1.0f, k = 1.0f;
     bool normalize = true;
     OpParams op[max_ops];
 };
 
-inline StageParams resolve(const Stage& s, bool train) {
+// `grads`: for the backward pass (the forward pass must not touch the gradients: taking dW
+// for overwriting clears its lazy-zero mark).
+inline StageParams resolve(const Stage& s, bool train, bool grads = false) {
     StageParams sp;
     if (s.prim == Prim::dense || s.prim == Prim::maxout) {
         const Node& l = *s.layer;
         sp.W = l.get_param("W").data;
         sp.b = l.get_param("b").data;
-        if (train) {
-            sp.dW = s.layer->get_grad("W").data;
+        if (grads) {
+            bool zero = false;
+            sp.dW = s.layer->get_grad_for_overwrite("W", zero).data;
+            sp.dW_beta = zero ? 0.0f : 1.0f;
             sp.db = s.layer->get_grad("b").data;
         }
         if (s.softmax) {
@@ -208,7 +213,7 @@ inline StageParams resolve(const Stage& s, bool train) {
             const Node& l = *op.node;
             o.G = l.get_param("G").data;
             o.b = l.get_param("b").data;
-            if (train) {
+            if (grads) {
                 o.dG = op.node->get_grad("G").data;
                 o.db = op.node->get_grad("b").data;
             }
@@ -452,12 +457,13 @@ inline void product_forward(const Stage& s, const StageParams& sp, const Ctx& c)
         cpu::sgemm(false, true, c.rows, s.nO * s.nP, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.buf(c.p->zs),
                    s.nO * s.nP);
 }
-// Backward of a product stage, after its row pass left dZ in the scratch: dW += dZ^T X and
+// Backward of a product stage, after its row pass left dZ in the scratch: dW += dZ^T X (=
+// where dW is a lazy zero) and
 // dX = dZ W (+= where the input's gradient already holds a residual's skip part).
 inline void product_backward(const Stage& s, const StageParams& sp, const Ctx& c) {
     const std::size_t m = s.nO * s.nP;
     const float* dZ = dz_of(s, c);
-    cpu::sgemm(true, false, m, s.nI, c.rows, 1.0f, dZ, m, c.act(s.in), s.nI, 1.0f, sp.dW, s.nI);
+    cpu::sgemm(true, false, m, s.nI, c.rows, 1.0f, dZ, m, c.act(s.in), s.nI, sp.dW_beta, sp.dW, s.nI);
     if (float* dX = c.grad(s.in))
         cpu::sgemm(false, false, c.rows, s.nI, m, 1.0f, dZ, m, sp.W, s.nI, s.dx_assign ? 0.0f : 1.0f, dX, s.nI);
 }

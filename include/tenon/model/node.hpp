@@ -99,6 +99,11 @@ public:
     CParamView get_grad(std::string_view name) const;
     void set_grad(std::string_view name, CParamView value);
     void inc_grad(std::string_view name, CParamView value);
+    // The gradient for a caller that writes every value of it instead of adding: `zero` says
+    // whether its value is zero while its memory is not (then the caller must write, e.g. a
+    // matrix product with beta = 0, not add). The lowered plan's weight gradients use it, so
+    // that finish_update need not clear them and the next product need not read them.
+    ParamView get_grad_for_overwrite(std::string_view name, bool& zero);
     std::vector<std::string> param_names() const;
 
     bool has_attr(std::string_view name) const noexcept;
@@ -130,7 +135,7 @@ public:
     bool is_initialized() const noexcept { return initialized_; }
 
     // Gives every allocated parameter and its gradient to the optimizer, keyed by
-    // (id, name) as in Thinc, then zeroes the gradient. Layer::finish_update calls it for
+    // (id, name) as in Thinc, then zeroes the gradient (lazily: see Param). Layer::finish_update calls it for
     // every node of the tree.
     void apply_optimizer(class Optimizer& optimizer);
     // apply_optimizer on this node and every descendant, depth first, without allocating
@@ -149,6 +154,10 @@ protected:
         Floats1d value;
         Floats1d grad;
         bool allocated = false;
+        // The gradient is zero but its memory was not cleared: finish_update leaves it so,
+        // and the first access clears it (grad_data, get_grad), or a caller that writes every
+        // value skips the clearing (get_grad_for_overwrite: a product with beta = 0).
+        mutable bool grad_lazy_zero = false;
     };
 
     Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
@@ -167,6 +176,12 @@ protected:
     std::size_t require_dim(std::size_t i) const;        // throws if unknown
     Param& param(std::size_t i) noexcept { return params_[i]; }
     const Param& param(std::size_t i) const noexcept { return params_[i]; }
+    // Parameter i's gradient, to add to (cleared first if it is a lazy zero).
+    float* grad_data(std::size_t i) noexcept {
+        settle_grad(params_[i]);
+        return params_[i].grad.data();
+    }
+    static void settle_grad(const Param& p) noexcept;
     void allocate_param(std::size_t i, std::vector<std::size_t> shape);
     bool initialized() const noexcept { return initialized_; }
     void mark_initialized() noexcept { initialized_ = true; }

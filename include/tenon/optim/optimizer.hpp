@@ -32,7 +32,10 @@ public:
     // One step for one parameter: clips the gradient, updates the weights and the moving
     // average, and zeroes the gradient (as Thinc's optimizer). Called by finish_update for
     // every parameter of a model.
-    void update(std::uint64_t node_id, const std::string& name, Floats1dView weights, Floats1dView gradient);
+    // zero_grad = false leaves the gradient as it was (Node::apply_optimizer marks it zero
+    // instead, which spares the pass a write and the next product a read).
+    void update(std::uint64_t node_id, const std::string& name, Floats1dView weights, Floats1dView gradient,
+                bool zero_grad = true);
 
     double learn_rate() const noexcept { return opts_.learn_rate; }
     void set_learn_rate(double lr) noexcept { opts_.learn_rate = lr; }

@@ -65,8 +65,8 @@ public:
             Floats2d d = layer->tail_.backward(dY, tail);
             layer->activate_backward(d.data(), Y.data(), Z.data(), rows, nO);
             Floats2d dX({rows, X.shape(1)}, uninitialized);
-            affine_backward(d.data(), X, layer->param(0).value.data(), nO, layer->param(0).grad.data(),
-                            layer->param(1).grad.data(), dX.data());
+            affine_backward(d.data(), X, layer->param(0).value.data(), nO, layer->grad_data(0),
+                            layer->grad_data(1), dX.data());
             return dX;
         }
     };
