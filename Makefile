@@ -30,13 +30,14 @@ build: deps $(BUILD)/build.ninja
 test: build
 	@$(PY) tests/run_tests.py $(BUILD)
 
-# The thread tests (and the matrix product on 3 threads) under ThreadSanitizer, in their own
-# build dir ($(BUILD)-tsan).
+# The thread tests (the matrix product on 3 threads, the plan's row passes split over
+# threads) under ThreadSanitizer, in their own build dir ($(BUILD)-tsan).
 test-tsan: deps
 	@[ -f $(BUILD)-tsan/build.ninja ] || meson setup $(BUILD)-tsan --buildtype=debugoptimized \
 	  -Db_sanitize=thread -Dexamples=false -Dbench=false >/dev/null
-	ninja -C $(BUILD)-tsan tests/test_threads tests/test_gemm
+	ninja -C $(BUILD)-tsan tests/test_threads tests/test_gemm tests/test_lower
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_threads
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_lower "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 TENON_NUM_THREADS=3 $(BUILD)-tsan/tests/test_gemm
 
 demo: build

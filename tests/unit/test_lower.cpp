@@ -298,7 +298,7 @@ TEST_CASE("lower: layers it does not fuse become layer stages", "[lower]") {
     }
 }
 
-TEST_CASE("lower: predict is const and thread-safe", "[lower]") {
+TEST_CASE("lower: predict is const and thread-safe", "[lower][threads]") {
     auto model = Relu<32>({.dropout = 0.2}) >> Softmax<4>();
     const Floats2d X = random_array(40, 16, 6);
     model.initialize(X);
