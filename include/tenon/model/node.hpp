@@ -156,7 +156,8 @@ protected:
         bool allocated = false;
         // The gradient is zero but its memory was not cleared: finish_update leaves it so,
         // and the first access clears it (grad_data, get_grad), or a caller that writes every
-        // value skips the clearing (get_grad_for_overwrite: a product with beta = 0).
+        // value skips the clearing (get_grad_for_overwrite: a product with beta = 0). Even a
+        // const get_grad may clear: gradients belong to the one training thread.
         mutable bool grad_lazy_zero = false;
     };
 
