@@ -230,42 +230,6 @@ inline StageParams resolve(const Stage& s, bool train, bool grads = false) {
     return sp;
 }
 
-// LayerNorm's arithmetic on one row (as LayerNorm::normalize, in place: x may be y).
-inline void layernorm_row(const float* x, float* y, std::size_t n, const float* G, const float* b, float* xh,
-                          float* rstd) {
-    double mean = 0.0;
-    for (std::size_t i = 0; i < n; ++i) mean += x[i];
-    mean /= double(n);
-    double var = 0.0;
-    for (std::size_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-    var /= double(n);
-    const auto rs = static_cast<float>(1.0 / std::sqrt(var + double(LayerNorm<>::epsilon)));
-    const auto mu = static_cast<float>(mean);
-    for (std::size_t i = 0; i < n; ++i) {
-        const float h = (x[i] - mu) * rs;
-        if (xh) xh[i] = h;
-        y[i] = h * G[i] + b[i];
-    }
-    if (rstd) *rstd = rs;
-}
-// LayerNorm's backward on one row, in place on d (as LayerNorm::Backprop).
-inline void layernorm_row_backward(float* d, const float* xh, float rs, std::size_t n, const float* G, float* dG,
-                                   float* db) {
-    double sum_d = 0.0, sum_dx = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const float dy = d[i];
-        db[i] += dy;
-        dG[i] += dy * xh[i];
-        const float v = dy * G[i];
-        d[i] = v;
-        sum_d += v;
-        sum_dx += double(v) * xh[i];
-    }
-    const float k = rs / static_cast<float>(n), sd = static_cast<float>(sum_d), sdx = static_cast<float>(sum_dx),
-                fn = static_cast<float>(n);
-    for (std::size_t i = 0; i < n; ++i) d[i] = k * (fn * d[i] - sd - xh[i] * sdx);
-}
-
 // The forward row pass of stage s (after its primary step wrote, or left, the rows in O).
 // Every row is independent: a dropout draws one key per call, in op order as the layers
 // do, and element j of its mask is a function of the key and j (dropout_mask,
@@ -333,7 +297,7 @@ inline void row_pass_forward(const Stage& s, const StageParams& sp, const Ctx& c
                 const OpParams& pp = sp.op[k];
                 switch (op.kind) {
                     case OpKind::layernorm:
-                        layernorm_row(o, o, n, pp.G, pp.b, saves[k] ? saves[k] + r * n : nullptr,
+                        detail::layernorm_row(o, o, n, pp.G, pp.b, saves[k] ? saves[k] + r * n : nullptr,
                                       rstds[k] ? rstds[k] + r : nullptr);
                         break;
                     case OpKind::dropout:
@@ -397,7 +361,7 @@ inline void row_pass_backward(const Stage& s, const StageParams& sp, const Ctx& 
             const OpParams& pp = sp.op[k];
             switch (op.kind) {
                 case OpKind::layernorm:
-                    layernorm_row_backward(w, saves[k] + r * n, rstds[k][r], n, pp.G, pp.dG, pp.db);
+                    detail::layernorm_row_backward(w, w, saves[k] + r * n, rstds[k][r], n, pp.G, pp.dG, pp.db);
                     break;
                 case OpKind::dropout: {
                     const float* m = saves[k] + r * n;
