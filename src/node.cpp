@@ -21,16 +21,21 @@ std::string shape_string(const std::size_t* s, std::size_t rank) {
 }  // namespace
 
 Node::Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
-           std::initializer_list<const char*> params)
+           std::initializer_list<ParamDecl> params)
     : name_(std::move(name)), id_(next_id()) {
     dims_.reserve(dims.size());
     for (auto& [n, v] : dims) dims_.push_back(Dim{n, v, v});
     params_.reserve(params.size());
-    for (auto* p : params) params_.push_back(Param{p, {}, {}, {}, false, false});
+    for (auto& p : params) {
+        Param q{p.name, {}, {}, {}, false, false};
+        q.shape_dims = p.dims;
+        q.shape_rank = p.rank;
+        params_.push_back(std::move(q));
+    }
 }
 
 Node::Node(const Node& o)
-    : name_(o.name_), id_(next_id()), dims_(o.dims_), params_(o.params_), attrs_(o.attrs_),
+    : name_(o.name_), id_(next_id()), dims_(o.dims_), params_(o.params_), attrs_(o.attrs_), refs_(o.refs_),
       initialized_(o.initialized_) {}
 
 Node& Node::operator=(const Node& o) {
@@ -39,6 +44,7 @@ Node& Node::operator=(const Node& o) {
         dims_ = o.dims_;
         params_ = o.params_;
         attrs_ = o.attrs_;
+        refs_ = o.refs_;
         initialized_ = o.initialized_;
     }
     return *this;
@@ -81,7 +87,12 @@ void Node::set_dim(std::string_view n, std::size_t value, bool force) {
                          "tenon-E101");
     if (d->value != value && force) {
         // The parameters' shapes depended on the old value.
-        for (auto& p : params_) p = Param{p.name, {}, {}, {}, false, false};
+        for (auto& p : params_) {
+            Param q{p.name, {}, {}, {}, false, false};
+            q.shape_dims = p.shape_dims;
+            q.shape_rank = p.shape_rank;
+            p = std::move(q);
+        }
         initialized_ = false;
     }
     d->value = value;
@@ -251,6 +262,34 @@ void Node::set_attr(std::string_view n, Attr v) {
             return;
         }
     attrs_.emplace_back(std::string(n), std::move(v));
+}
+
+bool Node::has_ref(std::string_view n) const noexcept {
+    for (auto& r : refs_)
+        if (r.first == n) return r.second != nullptr;
+    return false;
+}
+const Node& Node::get_ref(std::string_view n) const {
+    for (auto& r : refs_)
+        if (r.first == n && r.second) return *r.second;
+    throw Error(name_ + ": has no reference '" + std::string(n) + "'" +
+                    (std::any_of(refs_.begin(), refs_.end(), [&](auto& r) { return r.first == n; }) ? " (it is unset)"
+                                                                                                     : ""),
+                "tenon-E230");
+}
+Node& Node::get_ref(std::string_view n) { return const_cast<Node&>(std::as_const(*this).get_ref(n)); }
+void Node::set_ref(std::string_view n, Node* node) {
+    for (auto& r : refs_)
+        if (r.first == n) {
+            r.second = node;
+            return;
+        }
+    refs_.emplace_back(std::string(n), node);
+}
+std::vector<std::string> Node::ref_names() const {
+    std::vector<std::string> out;
+    for (auto& r : refs_) out.push_back(r.first);
+    return out;
 }
 
 void Node::throw_attr_type(std::string_view n, const char* expected) const {

@@ -56,6 +56,19 @@ public:
     // An index in [0, n).
     std::uint64_t below(std::uint64_t n) noexcept { return n ? next() % n : 0; }
 
+    // The whole state (checkpoints save it: tenon/io/serialize.hpp).
+    struct State {
+        std::uint64_t s[4];
+        double spare;
+        bool has_spare;
+    };
+    State state() const noexcept { return {{s_[0], s_[1], s_[2], s_[3]}, spare_, has_spare_}; }
+    void set_state(const State& st) noexcept {
+        for (int i = 0; i < 4; ++i) s_[i] = st.s[i];
+        spare_ = st.spare;
+        has_spare_ = st.has_spare;
+    }
+
 private:
     static std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
     std::uint64_t s_[4];

@@ -24,7 +24,7 @@ public:
     static constexpr std::size_t static_nI = NI == 0 ? dyn : NI;
     static constexpr std::size_t static_nO = 1;
 
-    explicit CauchySimilarity(std::size_t nI = dyn) : Base("cauchy_similarity", {{"nI", NI}, {"nO", 1}}, {"W"}) {
+    explicit CauchySimilarity(std::size_t nI = dyn) : Base("cauchy_similarity", {{"nI", NI}, {"nO", 1}}, {{"W", {"nI"}}}) {
         if (nI != dyn) this->set_dim("nI", nI);
     }
 

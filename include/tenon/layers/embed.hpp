@@ -43,7 +43,7 @@ public:
     Embed(std::size_t nV, std::size_t column = 0, std::optional<double> dropout = {})
         : Embed(nV, EmbedOptions{dyn, column, dropout, {}}) {}
     Embed(std::size_t nV, EmbedOptions o)
-        : Base("embed", {{"nO", NO}, {"nV", dyn}}, {"E"}),
+        : Base("embed", {{"nO", NO}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
         detail::check_table_args<In>(*this, "embed", nV, o.nO, o.column, o.dropout);
         detail::set_table_attrs(*this, o.column, o.dropout);

@@ -72,7 +72,7 @@ public:
               std::optional<double> dropout = {})
         : HashEmbed(nV, HashEmbedOptions{dyn, seed, column, dropout, {}}) {}
     HashEmbed(std::size_t nV, HashEmbedOptions o)
-        : Base("hashembed", {{"nO", NO}, {"nV", dyn}}, {"E"}),
+        : Base("hashembed", {{"nO", NO}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
         detail::check_table_args<In>(*this, "hashembed", nV, o.nO, o.column, o.dropout);
         this->set_attr("seed", static_cast<std::int64_t>(o.seed ? *o.seed : static_cast<std::uint32_t>(this->id())));

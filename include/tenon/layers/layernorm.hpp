@@ -62,7 +62,7 @@ public:
     static constexpr std::size_t static_nO = NI == 0 ? dyn : NI, static_nI = static_nO;
     static constexpr float epsilon = detail::layernorm_epsilon;
 
-    explicit LayerNorm(std::size_t nI = NI) : Base("layernorm", {{"nO", NI}, {"nI", NI}}, {"G", "b"}) {
+    explicit LayerNorm(std::size_t nI = NI) : Base("layernorm", {{"nO", NI}, {"nI", NI}}, {{"G", {"nI"}}, {"b", {"nI"}}}) {
         if (nI != dyn) {
             this->set_dim("nI", nI);
             this->set_dim("nO", nI);

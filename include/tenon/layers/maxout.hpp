@@ -39,7 +39,7 @@ public:
     // Maxout() makes no options object per layer.
     [[gnu::noinline]] explicit Maxout() : Maxout(MaxoutOptions{}) {}
     explicit Maxout(MaxoutOptions o)
-        : Base("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {"W", "b"}),
+        : Base("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {{"W", {"nO", "nP", "nI"}}, {"b", {"nO", "nP"}}}),
           init_W_(o.init_W ? o.init_W : Init(glorot_uniform_init)),
           init_b_(o.init_b ? o.init_b : Init(zero_init)),
           tail_(o.normalize, o.dropout) {

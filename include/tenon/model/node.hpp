@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,6 +77,24 @@ CParamView param_view(const Array<float, E...>& a) {
 // Attribute values, as in Thinc's model.attrs.
 using Attr = std::variant<bool, std::int64_t, double, std::string>;
 
+// A parameter as a layer declares it: its name and the dims its shape is made of, in order
+// ({"W", {"nO", "nI"}}). The shape rule lets a loader check a file's shapes against the
+// node's own dims before any layer reads the values (tenon/io/state.hpp).
+struct ParamDecl {
+    const char* name;
+    std::array<const char*, 4> dims{};
+    std::size_t rank = 0;
+    ParamDecl(const char* n) : name(n) {}  // NOLINT: no shape rule
+    ParamDecl(const char* n, std::initializer_list<const char*> d) : name(n) {
+        for (const char* x : d)
+            if (rank < dims.size()) dims[rank++] = x;
+    }
+};
+
+namespace detail {
+struct NodeAccess;  // the loader's way in (src/serialize.cpp)
+}
+
 class Node {
 public:
     virtual ~Node() = default;
@@ -122,6 +141,25 @@ public:
                                                                                          : "a string");
     }
 
+    // References to other nodes of the same tree, by name (Thinc's refs: a tok2vec's
+    // "embed", a parser's "output_layer"). has_ref: set and not null. get_ref throws
+    // (tenon-E230) when unset. Files save a ref as the walk index of its target.
+    bool has_ref(std::string_view name) const noexcept;
+    Node& get_ref(std::string_view name);
+    const Node& get_ref(std::string_view name) const;
+    void set_ref(std::string_view name, Node* node);
+    std::vector<std::string> ref_names() const;
+
+    // Files (tenon/io/serialize.hpp has the format): the whole model, its architecture and
+    // weights, as bytes or a file; loading needs no sample data and, when it fails, leaves
+    // the model exactly as it was. can_from_bytes answers without loading ("" when it would
+    // load, else the error's message).
+    std::vector<std::uint8_t> to_bytes() const;
+    Node& from_bytes(std::span<const std::uint8_t> data);
+    std::string can_from_bytes(std::span<const std::uint8_t> data) const;
+    void to_disk(const std::string& path) const;
+    Node& from_disk(const std::string& path);
+
     // Breadth-first over this node and its descendants (this node first), as Thinc.
     std::vector<Node*> walk();
     std::vector<const Node*> walk() const;
@@ -159,10 +197,13 @@ protected:
         // value skips the clearing (get_grad_for_overwrite: a product with beta = 0). Even a
         // const get_grad may clear: gradients belong to the one training thread.
         mutable bool grad_lazy_zero = false;
+        // The shape rule: the names of the dims the shape is made of (rank 0: none declared).
+        std::array<const char*, 4> shape_dims{};
+        std::size_t shape_rank = 0;
     };
 
     Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
-         std::initializer_list<const char*> params);
+         std::initializer_list<ParamDecl> params);
     Node(const Node& other);  // a copy is a new node: it gets a new id
     Node& operator=(const Node& other);
     Node(Node&&) noexcept = default;  // a move keeps the id
@@ -203,7 +244,9 @@ private:
     std::vector<Dim> dims_;
     std::vector<Param> params_;
     std::vector<std::pair<std::string, Attr>> attrs_;
+    std::vector<std::pair<std::string, Node*>> refs_;
     bool initialized_ = false;
+    friend struct detail::NodeAccess;
 };
 
 // The model tree, one node per line with its dims; a width fixed by the type is marked

@@ -13,6 +13,9 @@
 namespace tenon {
 
 class Node;
+namespace detail {
+struct OptimizerAccess;  // optimizer_to_bytes / from_bytes (src/serialize.cpp)
+}
 
 struct OptimizerOptions {
     double learn_rate = 0.001;
@@ -52,6 +55,7 @@ private:
     };
     OptimizerOptions opts_;
     std::map<std::pair<std::uint64_t, std::string>, State> state_;
+    friend struct detail::OptimizerAccess;
 };
 
 // Thinc's Adam: Adam(0.001) or Adam({.learn_rate = 0.001, .grad_clip = 0}).

@@ -90,7 +90,7 @@ protected:
 
     Dense(const char* name, std::size_t nO, std::size_t nI, Init init_W, Init init_b, bool normalize,
           std::optional<double> dropout)
-        : Base(name, {{"nO", NO}, {"nI", NI}}, {"W", "b"}),
+        : Base(name, {{"nO", NO}, {"nI", NI}}, {{"W", {"nO", "nI"}}, {"b", {"nO"}}}),
           init_W_(std::move(init_W)),
           init_b_(init_b ? std::move(init_b) : Init(zero_init)),
           tail_(normalize, dropout) {

@@ -1,0 +1,892 @@
+// Model files (tenon/io/serialize.hpp) and model states (tenon/io/state.hpp): the envelope,
+// the cereal-encoded body, and restore(), which checks everything before it changes anything.
+#include "tenon/io/serialize.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cereal/archives/portable_binary.hpp>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <istream>
+#include <limits>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <streambuf>
+
+#include "tenon/random.hpp"
+
+namespace tenon {
+
+namespace detail {
+// The loader's access to Node's and Optimizer's private state.
+struct NodeAccess {
+    using Dim = Node::Dim;
+    using Param = Node::Param;
+    static const std::vector<Dim>& dims(const Node& n) { return n.dims_; }
+    static const std::vector<Param>& params(const Node& n) { return n.params_; }
+    static const std::vector<std::pair<std::string, Attr>>& attrs(const Node& n) { return n.attrs_; }
+    static const std::vector<std::pair<std::string, Node*>>& refs(const Node& n) { return n.refs_; }
+    static bool initialized(const Node& n) { return n.initialized_; }
+
+    // What restore() puts into a node, made in full before any node changes.
+    struct Staged {
+        std::vector<Dim> dims;
+        std::vector<Param> params;
+        std::vector<std::pair<std::string, Attr>> attrs;
+        std::vector<std::pair<std::string, Node*>> refs;
+        bool initialized = false;
+    };
+    static void commit(Node& n, Staged& s) noexcept {
+        n.dims_.swap(s.dims);
+        n.params_.swap(s.params);
+        n.attrs_.swap(s.attrs);
+        n.refs_.swap(s.refs);
+        n.initialized_ = s.initialized;
+    }
+    static Floats1d new_array(std::size_t n) { return Floats1d({n}); }
+};
+
+struct OptimizerAccess {
+    using State = Optimizer::State;
+    static OptimizerOptions& options(Optimizer& o) { return o.opts_; }
+    static std::map<std::pair<std::uint64_t, std::string>, State>& states(Optimizer& o) { return o.state_; }
+    static const std::map<std::pair<std::uint64_t, std::string>, State>& states(const Optimizer& o) {
+        return o.state_;
+    }
+};
+}  // namespace detail
+
+namespace {
+
+constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
+
+// ---- paths ------------------------------------------------------------------------------
+
+// Whether `c` occurs in `s` outside parentheses.
+bool top_level(std::string_view s, std::string_view sep) {
+    int depth = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '(') ++depth;
+        else if (s[i] == ')') --depth;
+        else if (depth == 0 && s.substr(i, sep.size()) == sep) return true;
+    }
+    return false;
+}
+
+struct Walked {
+    std::vector<Node*> nodes;
+    std::vector<std::string> paths;
+    std::vector<std::size_t> n_children;
+};
+
+// Where each node's children start in a breadth-first list, from the children's counts.
+std::vector<std::size_t> first_children(const std::vector<std::size_t>& counts) {
+    std::vector<std::size_t> first(counts.size());
+    std::size_t next = 1;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        first[i] = next;
+        next += counts[i];
+    }
+    return first;
+}
+
+Walked walk_with_paths(Node& root) {
+    Walked w;
+    std::deque<std::pair<Node*, std::string>> queue{{&root, node_kind(root.name())}};
+    while (!queue.empty()) {
+        auto [n, path] = std::move(queue.front());
+        queue.pop_front();
+        std::vector<Node*> children;
+        n->for_each_child([&](Node& c) { children.push_back(&c); });
+        for (std::size_t i = 0; i < children.size(); ++i)
+            queue.emplace_back(children[i], path + ">" + (children.size() > 1 ? std::to_string(i) + ">" : "") +
+                                                node_kind(children[i]->name()));
+        w.nodes.push_back(n);
+        w.paths.push_back(std::move(path));
+        w.n_children.push_back(children.size());
+    }
+    return w;
+}
+
+// ---- errors -------------------------------------------------------------------------------
+
+[[noreturn]] void fail(const std::string& msg, const char* id) { throw LoadError(msg, id); }
+
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + (s.size() == 1 ? ",)" : ")");
+}
+
+const char* attr_type(const Attr& a) {
+    switch (a.index()) {
+        case 0: return "bool";
+        case 1: return "an integer";
+        case 2: return "a number";
+        default: return "a string";
+    }
+}
+
+// ---- the envelope -------------------------------------------------------------------------
+
+// 0x89 first (not ASCII: a file that went through a text conversion is caught), then the
+// name, then CR LF (a line-ending conversion is caught too).
+constexpr std::uint8_t kMagic[8] = {0x89, 'T', 'E', 'N', 'O', 'N', '\r', '\n'};
+constexpr std::size_t kHeader = 32;
+enum class Kind : std::uint32_t { model = 1, optimizer = 2, checkpoint = 3 };
+
+const char* kind_name(std::uint32_t k) {
+    switch (k) {
+        case 1: return "a model";
+        case 2: return "an optimizer state";
+        case 3: return "a training checkpoint";
+        default: return "an unknown kind of content";
+    }
+}
+
+std::uint32_t crc_of(const std::uint8_t* p, std::size_t n) {
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (n > 0) {
+        const auto part = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
+        crc = crc32(crc, p, part);
+        p += part;
+        n -= part;
+    }
+    return static_cast<std::uint32_t>(crc);
+}
+
+void put_le(std::uint8_t* p, std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+std::uint64_t get_le(const std::uint8_t* p, int bytes) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+    return v;
+}
+
+std::vector<std::uint8_t> envelope(Kind kind, const std::string& body) {
+    std::vector<std::uint8_t> out(kHeader + body.size());
+    std::memcpy(out.data(), kMagic, 8);
+    put_le(out.data() + 8, model_file_version, 4);
+    put_le(out.data() + 12, static_cast<std::uint32_t>(kind), 4);
+    put_le(out.data() + 16, body.size(), 8);
+    std::memcpy(out.data() + kHeader, body.data(), body.size());
+    put_le(out.data() + 24, crc_of(out.data() + kHeader, body.size()), 4);
+    put_le(out.data() + 28, 0, 4);
+    return out;
+}
+
+// The body of a well-formed envelope of the given kind.
+std::span<const std::uint8_t> open_envelope(std::span<const std::uint8_t> data, Kind kind) {
+    if (data.size() < 8 || std::memcmp(data.data(), kMagic, 8) != 0)
+        fail("not a tenon file: expected the magic bytes \\x89TENON\\r\\n at the start" +
+                 std::string(data.size() < 8 ? " (the data has only " + std::to_string(data.size()) + " bytes)" : ""),
+             "tenon-E200");
+    if (data.size() < kHeader)
+        fail("truncated file: expected a " + std::to_string(kHeader) + "-byte header but found " +
+                 std::to_string(data.size()) + " bytes",
+             "tenon-E202");
+    const auto version = static_cast<std::uint32_t>(get_le(data.data() + 8, 4));
+    if (version == 0 || version > model_file_version)
+        fail("the file has format version " + std::to_string(version) + "; this build of tenon reads versions 1 to " +
+                 std::to_string(model_file_version) + (version ? " (it was written by a newer tenon)" : ""),
+             "tenon-E201");
+    const auto k = static_cast<std::uint32_t>(get_le(data.data() + 12, 4));
+    if (k != static_cast<std::uint32_t>(kind))
+        fail(std::string("expected ") + kind_name(static_cast<std::uint32_t>(kind)) + " file but found " +
+                 kind_name(k),
+             "tenon-E200");
+    const std::uint64_t len = get_le(data.data() + 16, 8);
+    if (len != data.size() - kHeader)
+        fail("the header says " + std::to_string(len) + " bytes follow it but " +
+                 std::to_string(data.size() - kHeader) + " do" +
+                 (len > data.size() - kHeader ? " (the file is truncated)" : " (there is data after the end)"),
+             "tenon-E202");
+    if (get_le(data.data() + 28, 4) != 0) fail("corrupted file: the header's reserved field is not zero", "tenon-E202");
+    const auto crc = static_cast<std::uint32_t>(get_le(data.data() + 24, 4));
+    const std::uint32_t found = crc_of(data.data() + kHeader, len);
+    if (crc != found)
+        fail("corrupted file: checksum mismatch (the header says CRC-32 " + std::to_string(crc) +
+                 ", the content has " + std::to_string(found) + ")",
+             "tenon-E203");
+    return data.subspan(kHeader);
+}
+
+// ---- the body: cereal's portable binary archive, little-endian --------------------------
+
+class SpanBuf : public std::streambuf {
+public:
+    explicit SpanBuf(std::span<const std::uint8_t> d) {
+        char* p = const_cast<char*>(reinterpret_cast<const char*>(d.data()));
+        setg(p, p, p + d.size());
+    }
+    std::size_t remaining() const { return static_cast<std::size_t>(egptr() - gptr()); }
+};
+
+class Writer {
+public:
+    Writer() : ar_(os_, cereal::PortableBinaryOutputArchive::Options::LittleEndian()) {}
+    void u8(std::uint8_t v) { ar_(v); }
+    void u32(std::uint32_t v) { ar_(v); }
+    void u64(std::uint64_t v) { ar_(v); }
+    void i64(std::int64_t v) { ar_(v); }
+    void f64(double v) { ar_(v); }
+    void str(const std::string& s) {
+        u64(s.size());
+        ar_(cereal::binary_data(s.data(), s.size()));
+    }
+    void floats(const float* p, std::size_t n) { ar_(cereal::binary_data(p, n * sizeof(float))); }
+    std::string take() { return os_.str(); }
+
+private:
+    std::ostringstream os_;
+    cereal::PortableBinaryOutputArchive ar_;
+};
+
+// Reads what Writer wrote; every count and length is checked against the bytes left before
+// anything is allocated for it, so a corrupted length is an error, not a huge allocation.
+class Reader {
+public:
+    explicit Reader(std::span<const std::uint8_t> body) : buf_(body), is_(&buf_), ar_(make(is_)) {}
+    std::uint8_t u8() { return get<std::uint8_t>(); }
+    std::uint32_t u32() { return get<std::uint32_t>(); }
+    std::uint64_t u64() { return get<std::uint64_t>(); }
+    std::int64_t i64() { return get<std::int64_t>(); }
+    double f64() { return get<double>(); }
+    bool boolean(const char* what) {
+        const std::uint8_t v = u8();
+        if (v > 1) corrupt(std::string(what) + " is " + std::to_string(v) + ", not 0 or 1");
+        return v == 1;
+    }
+    std::string str(const char* what) {
+        const std::uint64_t n = u64();
+        if (n > remaining()) truncated(what, n);
+        std::string s(static_cast<std::size_t>(n), '\0');
+        read_bytes(s.data(), s.size());
+        return s;
+    }
+    // A count of items each at least `min_bytes` long.
+    std::size_t count(const char* what, std::size_t min_bytes) {
+        const std::uint64_t n = u64();
+        if (n > remaining() / std::max<std::size_t>(min_bytes, 1)) truncated(what, n);
+        return static_cast<std::size_t>(n);
+    }
+    void floats(float* p, std::size_t n) { read_raw(cereal::binary_data(p, n * sizeof(float))); }
+    std::size_t remaining() const { return buf_.remaining(); }
+    [[noreturn]] static void corrupt(const std::string& what) {
+        fail("corrupted file: " + what, "tenon-E202");
+    }
+    [[noreturn]] void truncated(const char* what, std::uint64_t n) const {
+        fail("truncated or corrupted file: " + std::string(what) + " needs " + std::to_string(n) +
+                 (n == 1 ? " item" : " items") + " but only " + std::to_string(remaining()) + " bytes are left",
+             "tenon-E202");
+    }
+
+private:
+    static std::istream& make(std::istream& is) {
+        if (is.rdbuf()->in_avail() < 1) fail("truncated file: the body is empty", "tenon-E202");
+        const int first = is.rdbuf()->sgetc();
+        if (first != 1) corrupt("the body does not start with cereal's little-endian mark");
+        return is;
+    }
+    template <class T>
+    T get() {
+        T v{};
+        if (remaining() < sizeof(T))
+            fail("truncated file: " + std::to_string(remaining()) + " bytes left where " + std::to_string(sizeof(T)) +
+                     " were expected",
+                 "tenon-E202");
+        ar_(v);
+        return v;
+    }
+    void read_bytes(char* p, std::size_t n) { read_raw(cereal::binary_data(p, n)); }
+    template <class B>
+    void read_raw(B&& b) {
+        if (b.size > remaining())
+            fail("truncated file: " + std::to_string(remaining()) + " bytes left where " + std::to_string(b.size) +
+                     " were expected",
+                 "tenon-E202");
+        ar_(std::forward<B>(b));
+    }
+
+    SpanBuf buf_;
+    std::istream is_;
+    cereal::PortableBinaryInputArchive ar_{is_, cereal::PortableBinaryInputArchive::Options::LittleEndian()};
+};
+
+// -- a model's state in the body --
+
+enum AttrTag : std::uint8_t { kBool = 0, kInt = 1, kReal = 2, kText = 3 };
+
+void write_state(Writer& w, const ModelState& st) {
+    w.u64(st.nodes.size());
+    for (const auto& n : st.nodes) {
+        w.str(n.name);
+        w.u64(n.n_children);
+        w.u8(n.initialized);
+        w.u64(n.dims.size());
+        for (const auto& [name, v] : n.dims) {
+            w.str(name);
+            w.u64(v == dyn ? kNone : v);
+        }
+        w.u64(n.attrs.size());
+        for (const auto& [name, a] : n.attrs) {
+            w.str(name);
+            w.u8(static_cast<std::uint8_t>(a.index()));
+            std::visit(
+                [&](const auto& v) {
+                    using T = std::decay_t<decltype(v)>;
+                    if constexpr (std::is_same_v<T, bool>) w.u8(v);
+                    else if constexpr (std::is_same_v<T, std::int64_t>) w.i64(v);
+                    else if constexpr (std::is_same_v<T, double>) w.f64(v);
+                    else w.str(v);
+                },
+                a);
+        }
+        w.u64(n.params.size());
+        for (const auto& p : n.params) {
+            w.str(p.name);
+            w.u8(p.allocated);
+            w.u64(p.shape.size());
+            for (auto s : p.shape) w.u64(s);
+        }
+        w.u64(n.refs.size());
+        for (const auto& [name, idx] : n.refs) {
+            w.str(name);
+            w.u64(idx ? *idx : kNone);
+        }
+    }
+    // The payload: every allocated parameter's values, in the order above.
+    for (const auto& n : st.nodes)
+        for (const auto& p : n.params)
+            if (p.allocated) w.floats(p.values.data(), p.values.size());
+}
+
+ModelState read_state(Reader& r) {
+    ModelState st;
+    const std::size_t nodes = r.count("the node list", 8 + 8 + 1 + 8 * 4);
+    st.nodes.resize(nodes);
+    for (auto& n : st.nodes) {
+        n.name = r.str("a node's name");
+        n.n_children = r.count("a node's children", 0);
+        n.initialized = r.boolean("a node's initialised flag");
+        n.dims.resize(r.count("a node's dims", 16));
+        for (auto& [name, v] : n.dims) {
+            name = r.str("a dim's name");
+            const std::uint64_t x = r.u64();
+            if (x != kNone && x >= (std::uint64_t{1} << 48)) Reader::corrupt("dim '" + name + "' is " + std::to_string(x));
+            v = x == kNone ? dyn : static_cast<std::size_t>(x);
+        }
+        n.attrs.resize(r.count("a node's attributes", 10));
+        for (auto& [name, a] : n.attrs) {
+            name = r.str("an attribute's name");
+            switch (r.u8()) {
+                case kBool: a = r.boolean("a bool attribute"); break;
+                case kInt: a = r.i64(); break;
+                case kReal: a = r.f64(); break;
+                case kText: a = r.str("a string attribute"); break;
+                default: Reader::corrupt("attribute '" + name + "' has an unknown type");
+            }
+        }
+        n.params.resize(r.count("a node's parameters", 17));
+        for (auto& p : n.params) {
+            p.name = r.str("a parameter's name");
+            p.allocated = r.boolean("a parameter's allocated flag");
+            const std::size_t rank = r.count("a parameter's shape", 8);
+            if (rank > 4 || (p.allocated && rank == 0) || (!p.allocated && rank != 0))
+                Reader::corrupt("parameter '" + p.name + "' has rank " + std::to_string(rank) +
+                                (p.allocated ? "" : " but is not allocated"));
+            p.shape.resize(rank);
+            for (auto& s : p.shape) {
+                const std::uint64_t x = r.u64();
+                if (x >= (std::uint64_t{1} << 48)) Reader::corrupt("parameter '" + p.name + "' has an extent " + std::to_string(x));
+                s = static_cast<std::size_t>(x);
+            }
+        }
+        n.refs.resize(r.count("a node's references", 16));
+        for (auto& [name, idx] : n.refs) {
+            name = r.str("a reference's name");
+            const std::uint64_t x = r.u64();
+            if (x != kNone && x >= nodes) Reader::corrupt("reference '" + name + "' points at node " + std::to_string(x) + " of " + std::to_string(nodes));
+            if (x != kNone) idx = static_cast<std::size_t>(x);
+        }
+    }
+    // The children's counts must make one breadth-first tree of all the nodes.
+    std::size_t seen = nodes ? 1 : 0;
+    for (std::size_t i = 0; i < nodes; ++i) {
+        if (i >= seen) Reader::corrupt("node " + std::to_string(i) + " is nobody's child");
+        if (st.nodes[i].n_children > nodes - seen)
+            Reader::corrupt("node " + std::to_string(i) + " has more children than there are nodes");
+        seen += st.nodes[i].n_children;
+    }
+    if (seen != nodes) Reader::corrupt("the children's counts do not add up to the nodes");
+    for (auto& n : st.nodes)
+        for (auto& p : n.params) {
+            if (!p.allocated) continue;
+            std::size_t total = 1;
+            for (auto s : p.shape)
+                if (__builtin_mul_overflow(total, s, &total)) r.truncated("a parameter's values", kNone);
+            if (total > r.remaining() / sizeof(float)) r.truncated("a parameter's values", total);
+            p.values.resize(total);
+            r.floats(p.values.data(), total);
+        }
+    return st;
+}
+
+template <class F>
+auto decoding(F&& f) {
+    try {
+        return f();
+    } catch (const cereal::Exception& e) {
+        fail(std::string("truncated or corrupted file: ") + e.what(), "tenon-E202");
+    }
+}
+
+// -- the optimizer's state in the body --
+
+void write_optimizer(Writer& w, const Optimizer& opt, const Node& model) {
+    const auto& o = opt.options();
+    w.f64(o.learn_rate);
+    w.f64(o.L2);
+    w.f64(o.beta1);
+    w.f64(o.beta2);
+    w.f64(o.eps);
+    w.f64(o.grad_clip);
+    w.u8(o.L2_is_weight_decay);
+    w.u8(o.use_averages);
+    const auto& states = detail::OptimizerAccess::states(opt);
+    const auto nodes = model.walk();
+    std::vector<std::tuple<std::uint64_t, std::string, const detail::OptimizerAccess::State*>> entries;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        for (const auto& name : nodes[i]->param_names()) {
+            auto it = states.find({nodes[i]->id(), name});
+            if (it != states.end()) entries.emplace_back(i, name, &it->second);
+        }
+    w.u64(entries.size());
+    for (const auto& [i, name, s] : entries) {
+        w.u64(i);
+        w.str(name);
+        w.i64(s->nr_update);
+        for (const Floats1d* a : {&s->mom1, &s->mom2, &s->average}) {
+            w.u64(a->size());
+            w.floats(a->data(), a->size());
+        }
+    }
+}
+
+struct OptimizerStaged {
+    std::vector<std::uint64_t> ids;  // the model's nodes, sorted
+    OptimizerOptions options;
+    std::map<std::pair<std::uint64_t, std::string>, detail::OptimizerAccess::State> states;
+};
+
+// `pending`: the model state a checkpoint loads with it (the sizes are that state's).
+OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* pending) {
+    OptimizerStaged st;
+    auto& o = st.options;
+    o.learn_rate = r.f64();
+    o.L2 = r.f64();
+    o.beta1 = r.f64();
+    o.beta2 = r.f64();
+    o.eps = r.f64();
+    o.grad_clip = r.f64();
+    o.L2_is_weight_decay = r.boolean("L2_is_weight_decay");
+    o.use_averages = r.boolean("use_averages");
+    const auto nodes = model.walk();
+    Walked walked = walk_with_paths(const_cast<Node&>(model));
+    for (const Node* node : nodes) st.ids.push_back(node->id());
+    std::sort(st.ids.begin(), st.ids.end());
+    const std::size_t n = r.count("the optimizer's entries", 8 + 8 + 8 + 24);
+    for (std::size_t e = 0; e < n; ++e) {
+        const std::uint64_t i = r.u64();
+        const std::string name = r.str("a parameter's name");
+        if (i >= nodes.size())
+            fail("the optimizer state does not fit the model: it has an entry for node " + std::to_string(i) +
+                     " but the model has " + std::to_string(nodes.size()) + " nodes",
+                 "tenon-E220");
+        const Node& node = *nodes[i];
+        const auto names = node.param_names();
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            fail(walked.paths[i] + ": the optimizer state has an entry for parameter '" + name +
+                     "', which this node does not have",
+                 "tenon-E220");
+        std::size_t size = 0;
+        if (pending) {
+            for (const auto& p : pending->nodes.at(i).params)
+                if (p.name == name) size = p.values.size();
+        } else if (node.has_param(name)) {
+            size = node.get_param(name).size();
+        }
+        detail::OptimizerAccess::State s;
+        const std::int64_t t = r.i64();
+        if (t < 0 || t > std::numeric_limits<int>::max()) Reader::corrupt("a step count is " + std::to_string(t));
+        s.nr_update = static_cast<int>(t);
+        for (Floats1d* a : {&s.mom1, &s.mom2, &s.average}) {
+            const std::uint64_t len = r.u64();
+            if (len != 0 && len != size)
+                fail(walked.paths[i] + ": the optimizer state of parameter '" + name + "' has " + std::to_string(len) +
+                         " values but the parameter has " + std::to_string(size),
+                     "tenon-E220");
+            if (len > r.remaining() / sizeof(float)) r.truncated("an optimizer array", len);
+            *a = Floats1d({static_cast<std::size_t>(len)});
+            r.floats(a->data(), a->size());
+        }
+        st.states[{node.id(), name}] = std::move(s);
+    }
+    return st;
+}
+
+void commit_optimizer(Optimizer& opt, OptimizerStaged& st) noexcept {
+    detail::OptimizerAccess::options(opt) = st.options;
+    auto& states = detail::OptimizerAccess::states(opt);
+    // The model's entries are replaced; entries of other models stay.
+    for (auto it = states.begin(); it != states.end();)
+        it = std::binary_search(st.ids.begin(), st.ids.end(), it->first.first) ? states.erase(it) : std::next(it);
+    states.merge(st.states);
+}
+
+}  // namespace
+
+// ---- state.hpp --------------------------------------------------------------------------
+
+std::string node_kind(std::string_view name) {
+    if (top_level(name, ">>")) return "chain";
+    if (top_level(name, "|")) return "concatenate";
+    if (top_level(name, "+")) return "add";
+    const auto p = name.find('(');
+    return std::string(p == std::string_view::npos ? name : name.substr(0, p));
+}
+
+std::vector<std::string> node_paths(const Node& model) { return walk_with_paths(const_cast<Node&>(model)).paths; }
+
+std::string node_path(const Node& model, const Node& node) {
+    Walked w = walk_with_paths(const_cast<Node&>(model));
+    for (std::size_t i = 0; i < w.nodes.size(); ++i)
+        if (w.nodes[i] == &node) return w.paths[i];
+    throw Error("node_path: '" + node.name() + "' is not a node of '" + model.name() + "'", "tenon-E231");
+}
+
+ModelState capture(const Node& model) {
+    using A = detail::NodeAccess;
+    Walked w = walk_with_paths(const_cast<Node&>(model));
+    ModelState st;
+    st.nodes.resize(w.nodes.size());
+    for (std::size_t i = 0; i < w.nodes.size(); ++i) {
+        const Node& n = *w.nodes[i];
+        NodeState& s = st.nodes[i];
+        s.name = n.name();
+        s.path = w.paths[i];
+        s.initialized = A::initialized(n);
+        s.n_children = w.n_children[i];
+        for (const auto& d : A::dims(n)) s.dims.emplace_back(d.name, d.value);
+        s.attrs = A::attrs(n);
+        for (const auto& p : A::params(n)) {
+            ParamState ps;
+            ps.name = p.name;
+            ps.allocated = p.allocated;
+            if (p.allocated) {
+                ps.shape = p.shape;
+                ps.values.assign(p.value.data(), p.value.data() + p.value.size());
+            }
+            s.params.push_back(std::move(ps));
+        }
+        for (const auto& [name, target] : A::refs(n)) {
+            std::optional<std::size_t> idx;
+            if (target) {
+                auto it = std::find(w.nodes.begin(), w.nodes.end(), target);
+                if (it == w.nodes.end())
+                    throw Error(w.paths[i] + ": reference '" + name + "' points outside the model; a file can only "
+                                "keep references to nodes of the same tree",
+                                "tenon-E232");
+                idx = static_cast<std::size_t>(it - w.nodes.begin());
+            }
+            s.refs.emplace_back(name, idx);
+        }
+    }
+    return st;
+}
+
+namespace {
+// The same tree: names and children, compared from the root down; a difference is reported
+// at the deepest node that differs (a chain's name repeats its layers').
+void check_tree(const Walked& w, const ModelState& st, const std::string& src) {
+    std::vector<std::size_t> file_counts;
+    for (const auto& n : st.nodes) file_counts.push_back(n.n_children);
+    const auto mfirst = first_children(w.n_children), ffirst = first_children(file_counts);
+    std::function<bool(std::size_t, std::size_t)> differs = [&](std::size_t m, std::size_t f) {
+        const bool same_name = w.nodes[m]->name() == st.nodes[f].name;
+        if (w.n_children[m] != file_counts[f]) {
+            fail(w.paths[m] + ": the model's node '" + w.nodes[m]->name() + "' has " + std::to_string(w.n_children[m]) +
+                     " children but the " + src + "'s '" + st.nodes[f].name + "' has " + std::to_string(file_counts[f]) +
+                     " (another architecture)",
+                 "tenon-E204");
+        }
+        for (std::size_t c = 0; c < w.n_children[m]; ++c)
+            if (differs(mfirst[m] + c, ffirst[f] + c)) return true;
+        if (!same_name)
+            fail(w.paths[m] + ": the model has node '" + w.nodes[m]->name() + "' here but the " + src + " has '" +
+                     st.nodes[f].name + "' (another architecture)",
+                 "tenon-E204");
+        return false;
+    };
+    if (st.nodes.empty()) fail("the " + src + " has no nodes", "tenon-E204");
+    differs(0, 0);
+    if (w.nodes.size() != st.nodes.size())  // not reached: the counts above differ first
+        fail(w.paths[0] + ": the model has " + std::to_string(w.nodes.size()) + " nodes but the " + src + " has " +
+                 std::to_string(st.nodes.size()),
+             "tenon-E204");
+}
+
+// Every check of restore(), and the nodes' new contents (the values copied when `values`).
+std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState& st, std::string_view source,
+                                              bool values) {
+    using A = detail::NodeAccess;
+    const std::string src(source);
+    check_tree(w, st, src);
+    const std::size_t n = w.nodes.size();
+
+    std::vector<A::Staged> staged(n);
+    // Deepest nodes first: a width that differs is reported at the layer, not at the chains
+    // around it, which repeat it.
+    for (std::size_t i = n; i-- > 0;) {
+        const Node& node = *w.nodes[i];
+        const NodeState& s = st.nodes[i];
+        const std::string& path = w.paths[i];
+        A::Staged& g = staged[i];
+        // Dims: the same names; a value the model knows must agree.
+        g.dims = A::dims(node);
+        if (s.dims.size() != g.dims.size())
+            fail(path + ": the model's node has " + std::to_string(g.dims.size()) + " dims but the " + src + "'s has " +
+                     std::to_string(s.dims.size()),
+                 "tenon-E205");
+        for (std::size_t d = 0; d < g.dims.size(); ++d) {
+            auto& dim = g.dims[d];
+            const auto& [name, v] = s.dims[d];
+            if (name != dim.name)
+                fail(path + ": expected dim '" + dim.name + "' but the " + src + " has '" + name + "'", "tenon-E205");
+            if (v == dyn) continue;
+            if (dim.fixed != dyn && v != dim.fixed)
+                fail(path + ": dim " + dim.name + ": expected " + std::to_string(dim.fixed) +
+                         " (static in the model's type) but the " + src + " has " + std::to_string(v),
+                     "tenon-E205");
+            if (dim.value != dyn && v != dim.value)
+                fail(path + ": dim " + dim.name + ": expected " + std::to_string(dim.value) + " (set in the model) but the " +
+                         src + " has " + std::to_string(v),
+                     "tenon-E205");
+            dim.value = v;
+        }
+        // Parameters: the same names; each allocated one of the shape its dims give.
+        const auto& params = A::params(node);
+        if (s.params.size() != params.size())
+            fail(path + ": the model's node has " + std::to_string(params.size()) + " parameters but the " + src +
+                     "'s has " + std::to_string(s.params.size()),
+                 "tenon-E206");
+        g.params.reserve(params.size());
+        for (std::size_t p = 0; p < params.size(); ++p) {
+            const auto& mp = params[p];
+            const ParamState& fp = s.params[p];
+            if (fp.name != mp.name)
+                fail(path + ": expected parameter '" + mp.name + "' but the " + src + " has '" + fp.name + "'",
+                     "tenon-E206");
+            A::Param q{mp.name, {}, {}, {}, false, false};
+            q.shape_dims = mp.shape_dims;
+            q.shape_rank = mp.shape_rank;
+            if (fp.allocated) {
+                std::vector<std::size_t> want;
+                if (mp.shape_rank) {
+                    for (std::size_t k = 0; k < mp.shape_rank; ++k) {
+                        auto it = std::find_if(g.dims.begin(), g.dims.end(),
+                                               [&](const A::Dim& d) { return d.name == mp.shape_dims[k]; });
+                        if (it == g.dims.end() || it->value == dyn)
+                            fail(path + ": parameter " + mp.name + " is in the " + src + " but dim " + mp.shape_dims[k] +
+                                     " that its shape depends on is not known",
+                                 "tenon-E206");
+                        want.push_back(it->value);
+                    }
+                } else if (mp.allocated) {
+                    want = mp.shape;  // no shape rule: the shape the model has
+                } else {
+                    want = fp.shape;
+                }
+                if (fp.shape != want)
+                    fail(path + ": parameter " + mp.name + ": expected shape " + shape_text(want) + " but the " + src +
+                             " has " + shape_text(fp.shape),
+                         "tenon-E206");
+                std::size_t total = 1;
+                for (auto x : want) total *= x;
+                if (fp.values.size() != total)
+                    fail(path + ": parameter " + mp.name + ": expected " + std::to_string(total) + " values but the " +
+                             src + " has " + std::to_string(fp.values.size()),
+                         "tenon-E206");
+                q.shape = want;
+                if (values) {
+                    q.value = A::new_array(total);
+                    q.grad = A::new_array(total);
+                    if (total) std::memcpy(q.value.data(), fp.values.data(), total * sizeof(float));
+                }
+                q.allocated = true;
+            } else if (s.initialized && mp.shape_rank) {
+                fail(path + ": the " + src + " marks the node initialised but has no values for parameter " + mp.name,
+                     "tenon-E206");
+            }
+            g.params.push_back(std::move(q));
+        }
+        // Attributes: the file's values; one the model holds keeps its type.
+        g.attrs = A::attrs(node);
+        for (const auto& [name, value] : s.attrs) {
+            auto it = std::find_if(g.attrs.begin(), g.attrs.end(), [&](auto& a) { return a.first == name; });
+            if (it == g.attrs.end()) {
+                g.attrs.emplace_back(name, value);
+            } else {
+                if (it->second.index() != value.index())
+                    fail(path + ": attribute '" + name + "' must be " + attr_type(it->second) + " but the " + src +
+                             " has " + attr_type(value),
+                         "tenon-E207");
+                it->second = value;
+            }
+        }
+        // References: into the same tree.
+        for (const auto& [name, idx] : s.refs) {
+            if (idx && *idx >= w.nodes.size())
+                fail(path + ": reference '" + name + "' points at node " + std::to_string(*idx) + " but the model has " +
+                         std::to_string(w.nodes.size()),
+                     "tenon-E207");
+            g.refs.emplace_back(name, idx ? w.nodes[*idx] : nullptr);
+        }
+        g.initialized = s.initialized;
+    }
+    return staged;
+}
+}  // namespace
+
+void restore(Node& model, const ModelState& st, std::string_view source) {
+    Walked w = walk_with_paths(model);
+    auto staged = stage(w, st, source, true);
+    // Nothing below can fail.
+    for (std::size_t i = 0; i < staged.size(); ++i) detail::NodeAccess::commit(*w.nodes[i], staged[i]);
+}
+
+// ---- serialize.hpp ----------------------------------------------------------------------
+
+std::vector<std::uint8_t> to_bytes(const Node& model) {
+    Writer w;
+    write_state(w, capture(model));
+    return envelope(Kind::model, w.take());
+}
+
+ModelState decode_model(std::span<const std::uint8_t> data) {
+    auto body = open_envelope(data, Kind::model);
+    return decoding([&] {
+        Reader r(body);
+        ModelState st = read_state(r);
+        if (r.remaining()) Reader::corrupt(std::to_string(r.remaining()) + " bytes after the last parameter");
+        return st;
+    });
+}
+
+void from_bytes(Node& model, std::span<const std::uint8_t> data) { restore(model, decode_model(data)); }
+
+std::string can_from_bytes(const Node& model, std::span<const std::uint8_t> data) {
+    try {
+        // restore()'s checks, without copying the values or changing the model.
+        stage(walk_with_paths(const_cast<Node&>(model)), decode_model(data), "file", false);
+        return {};
+    } catch (const Error& e) {
+        return e.what();
+    }
+}
+
+std::vector<std::uint8_t> optimizer_to_bytes(const Optimizer& optimizer, const Node& model) {
+    Writer w;
+    write_optimizer(w, optimizer, model);
+    return envelope(Kind::optimizer, w.take());
+}
+
+void optimizer_from_bytes(Optimizer& optimizer, const Node& model, std::span<const std::uint8_t> data) {
+    auto body = open_envelope(data, Kind::optimizer);
+    OptimizerStaged st = decoding([&] {
+        Reader r(body);
+        auto s = read_optimizer(r, model, nullptr);
+        if (r.remaining()) Reader::corrupt(std::to_string(r.remaining()) + " bytes after the optimizer state");
+        return s;
+    });
+    commit_optimizer(optimizer, st);
+}
+
+std::vector<std::uint8_t> checkpoint_to_bytes(const Node& model, const Optimizer& optimizer) {
+    Writer w;
+    write_state(w, capture(model));
+    write_optimizer(w, optimizer, model);
+    const Rng::State r = global_rng().state();
+    for (auto s : r.s) w.u64(s);
+    w.f64(r.spare);
+    w.u8(r.has_spare);
+    return envelope(Kind::checkpoint, w.take());
+}
+
+void checkpoint_from_bytes(Node& model, Optimizer& optimizer, std::span<const std::uint8_t> data) {
+    auto body = open_envelope(data, Kind::checkpoint);
+    ModelState st;
+    OptimizerStaged opt;
+    Rng::State rng{};
+    decoding([&] {
+        Reader r(body);
+        st = read_state(r);
+        opt = read_optimizer(r, model, &st);
+        for (auto& s : rng.s) s = r.u64();
+        rng.spare = r.f64();
+        rng.has_spare = r.boolean("the generator's spare flag");
+        if (r.remaining()) Reader::corrupt(std::to_string(r.remaining()) + " bytes after the generator's state");
+        return 0;
+    });
+    // The optimizer state is keyed by node ids, which restore does not change; restore is the
+    // one step that can still fail, so it goes first.
+    restore(model, st);
+    commit_optimizer(optimizer, opt);
+    global_rng().set_state(rng);
+}
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("cannot open '" + path + "' for reading", "tenon-E208");
+    std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) fail("cannot read '" + path + "'", "tenon-E208");
+    return data;
+}
+
+void write_file(const std::string& path, std::span<const std::uint8_t> data) {
+    // Written next to the target and renamed over it: a reader never sees half a file.
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) fail("cannot open '" + tmp + "' for writing", "tenon-E208");
+        out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+        out.flush();
+        if (!out) fail("cannot write '" + tmp + "'", "tenon-E208");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        fail("cannot rename '" + tmp + "' to '" + path + "'", "tenon-E208");
+    }
+}
+
+// ---- Node's members ---------------------------------------------------------------------
+
+std::vector<std::uint8_t> Node::to_bytes() const { return tenon::to_bytes(*this); }
+Node& Node::from_bytes(std::span<const std::uint8_t> data) {
+    tenon::from_bytes(*this, data);
+    return *this;
+}
+std::string Node::can_from_bytes(std::span<const std::uint8_t> data) const {
+    return tenon::can_from_bytes(*this, data);
+}
+void Node::to_disk(const std::string& path) const { write_file(path, to_bytes()); }
+Node& Node::from_disk(const std::string& path) { return from_bytes(read_file(path)); }
+
+}  // namespace tenon

@@ -1,0 +1,392 @@
+// Model files: round trips for every kind of node (byte-identical files, bit-identical
+// predictions), loading into a fresh model without sample data, failed loads that leave the
+// model exactly as it was (another architecture, truncation, corruption, newer versions),
+// optimizer state and checkpoints that resume training bit for bit.
+#include <catch2/catch.hpp>
+
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "tenon/io/serialize.hpp"
+#include "tenon/tenon.hpp"
+#include "unit/helpers.hpp"
+
+using namespace tenon;
+using tenon::testing::random_array;
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+// Everything a load may change, for before/after comparisons (ids excluded: a load keeps them).
+std::string fingerprint(const Node& model) {
+    const Bytes b = to_bytes(model);  // names, dims, attrs, shapes, values, refs, flags
+    return std::string(b.begin(), b.end());
+}
+
+bool same_bits(const Floats2d& a, const Floats2d& b) {
+    return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+List<Ints2d> random_docs(std::size_t n_docs, std::size_t n_cols, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<Ints2d> docs;
+    for (std::size_t d = 0; d < n_docs; ++d) {
+        Ints2d doc({1 + rng.below(7), n_cols});
+        for (std::size_t i = 0; i < doc.size(); ++i)  // column 2 indexes an Embed table of 100 rows
+            doc[i] = i % n_cols == 2 ? static_cast<int>(rng.below(100)) : static_cast<int>(rng.below(100000)) - 50;
+        docs.push_back(std::move(doc));
+    }
+    return List<Ints2d>(std::move(docs));
+}
+
+template <class Model, class X>
+auto output_of(const Model& m, const X& x) {
+    return m.predict(x);
+}
+
+template <class A>
+bool same_output(const A& a, const A& b) {
+    if constexpr (requires { a.size(); a[0].shape(); }) {  // List
+        if (a.size() != b.size()) return false;
+        for (std::size_t i = 0; i < a.size(); ++i)
+            if (a[i].shape() != b[i].shape() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)))
+                return false;
+        return true;
+    } else {
+        return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    }
+}
+
+// The round trip every model type must pass: a trained model's bytes load into a fresh model
+// of the same type made without data (and after other layers were made, so its ids differ);
+// the reloaded model writes the same bytes and predicts the same bits.
+template <class Make, class X>
+void check_round_trip(Make make, const X& sample, const X& test) {
+    auto model = make();
+    model.initialize(sample);
+    const auto before = model.predict(test);
+    const Bytes bytes = model.to_bytes();
+
+    auto unrelated = make();  // shifts the process-wide layer ids
+    (void)unrelated;
+    auto fresh = make();
+    REQUIRE_FALSE(fresh.is_initialized());
+    REQUIRE(fresh.can_from_bytes(bytes).empty());
+    fresh.from_bytes(bytes);
+    CHECK(fresh.is_initialized());
+    CHECK(fresh.to_bytes() == bytes);
+    CHECK(same_output(fresh.predict(test), before));
+}
+
+}  // namespace
+
+TEST_CASE("round trip: dense layers, their tails, and chains", "[serialize]") {
+    const Floats2d X = random_array(16, 12, 1), T = random_array(5, 12, 2);
+    check_round_trip([] { return Relu<8>({.dropout = 0.2}) >> Relu<8>({.normalize = true}) >> Softmax<>(SoftmaxOptions{.nO = 3}); }, X,
+                     T);
+    check_round_trip([] { return Linear<>({.nO = 4}) >> Mish<>({.nO = 5, .dropout = 0.1, .normalize = true}); }, X, T);
+    check_round_trip([] { return Maxout<6>({.nP = 3, .dropout = 0.0, .normalize = true}) >> Sigmoid<>({.nO = 2}); }, X,
+                     T);
+    check_round_trip([] { return LayerNorm<>() >> Dropout(0.3) >> sigmoid_activation() >> Linear<3>(); }, X, T);
+    check_round_trip(
+        [] {
+            return Softmax<>(SoftmaxOptions{.nO = 4, .normalize_outputs = false, .temperature = 2.5});
+        },
+        X, T);
+}
+
+TEST_CASE("round trip: combinators", "[serialize]") {
+    const Floats2d X = random_array(16, 6, 3), T = random_array(5, 6, 4);
+    check_round_trip([] { return (Relu<4>() | Maxout<3>({.nP = 2})) >> Linear<2>(); }, X, T);
+    check_round_trip([] { return (Relu<6>() + Linear<6>()) >> residual(Relu<6>()); }, X, T);
+    check_round_trip([] { return clone(residual(Relu<6>({.normalize = true})), 3) >> Softmax<2>(); }, X, T);
+    check_round_trip([] { return concatenate(noop(), Relu<3>()) >> Linear<2>(); }, X, T);
+}
+
+TEST_CASE("round trip: embeddings and a spaCy-like tok2vec + text classifier", "[serialize]") {
+    const List<Ints2d> docs = random_docs(6, 4, 5), test = random_docs(4, 4, 6);
+    auto make = [] {
+        const MaxoutOptions maxout{.nP = 3, .dropout = 0.0, .normalize = true};
+        auto embed = list2ragged<Ints2d>() >>
+                     with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<8>(50, {}, 0), HashEmbed<8>(20, {}, 1),
+                                                                 Embed<8>(100, 2), HashEmbed<8>(30, {}, 3, 0.1))) >>
+                     with_array<Ragged>(Maxout<8>(maxout)) >> ragged2list();
+        auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<8>(maxout)), 2), 2);
+        return embed >> encode >> list2ragged() >> reduce_mean() >> Softmax<3>();
+    };
+    check_round_trip(make, docs, test);
+}
+
+TEST_CASE("HashEmbed's default seed is saved: a model made after other layers predicts the same", "[serialize]") {
+    // The default seed is the layer's id, which depends on how many layers the process made
+    // before: without the seed in the file, the reloaded table would hash to other rows.
+    Ints2d ids({5, 1});
+    for (std::size_t i = 0; i < 5; ++i) ids[i] = static_cast<int>(i * 7919);
+    auto model = HashEmbed<4>(100) >> Softmax<3>();
+    model.initialize(ids);
+    const Floats2d before = model.predict(ids);
+    for (int i = 0; i < 10; ++i) (void)Relu<2>();
+    auto fresh = HashEmbed<4>(100) >> Softmax<3>();
+    CHECK(fresh.layer<0>().seed() != model.layer<0>().seed());
+    fresh.from_bytes(model.to_bytes());
+    CHECK(fresh.layer<0>().seed() == model.layer<0>().seed());
+    CHECK(same_bits(fresh.predict(ids), before));
+}
+
+TEST_CASE("loading draws no random numbers and needs no data", "[serialize]") {
+    auto model = Relu<8>() >> Softmax<>();
+    model.initialize(random_array(4, 5, 7), random_array(4, 3, 8));
+    const Bytes bytes = model.to_bytes();
+    fix_random_seed(11);
+    const auto rng_before = global_rng().state();
+    auto fresh = Relu<8>() >> Softmax<>();
+    fresh.from_bytes(bytes);
+    const auto rng_after = global_rng().state();
+    CHECK(std::memcmp(rng_before.s, rng_after.s, sizeof rng_before.s) == 0);
+    CHECK(fresh.get_dim("nI") == 5);
+    CHECK(fresh.layer<1>().get_dim("nO") == 3);
+}
+
+TEST_CASE("files on disk", "[serialize]") {
+    const auto dir = std::filesystem::temp_directory_path() / "tenon_test_serialize";
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "mlp.tenon").string();
+    auto model = Relu<8>() >> Softmax<3>();
+    model.initialize(random_array(4, 5, 9));
+    model.to_disk(path);
+    CHECK(read_file(path) == model.to_bytes());
+    auto fresh = Relu<8>() >> Softmax<3>();
+    fresh.from_disk(path);
+    CHECK(fresh.to_bytes() == model.to_bytes());
+    try {
+        fresh.from_disk((dir / "missing.tenon").string());
+        FAIL("no error");
+    } catch (const LoadError& e) {
+        CHECK(e.id() == "tenon-E208");
+        CHECK(std::string(e.what()).find("missing.tenon") != std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+namespace {
+// A load that must fail with `id` (and a message containing `needle`) and leave the model as it was.
+void check_refused(Node& model, const Bytes& bytes, const std::string& id, const std::string& needle = {}) {
+    const std::string before = fingerprint(model);
+    const std::string answer = model.can_from_bytes(bytes);
+    CHECK(answer.find("[" + id + "]") == 0);
+    try {
+        model.from_bytes(bytes);
+        FAIL("loaded without an error; expected " << id);
+    } catch (const LoadError& e) {
+        CHECK(e.id() == id);
+        CHECK(std::string(e.what()) == answer);
+        if (!needle.empty()) CHECK_THAT(e.what(), Catch::Contains(needle));
+    }
+    CHECK(fingerprint(model) == before);
+}
+
+// The bytes with the header's checksum made right again after an edit of the body.
+Bytes fix_crc(Bytes b) {
+    const uLong crc = crc32(crc32(0L, Z_NULL, 0), b.data() + 32, static_cast<uInt>(b.size() - 32));
+    for (int i = 0; i < 4; ++i) b[24 + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+    return b;
+}
+}  // namespace
+
+TEST_CASE("another architecture is refused with the node's path; the model is unchanged", "[serialize]") {
+    const Floats2d X = random_array(6, 5, 12);
+    auto trained = Relu<8>() >> clone(residual(Relu<8>()), 2) >> Softmax<3>();
+    trained.initialize(X);
+    const Bytes bytes = trained.to_bytes();
+
+    SECTION("another width in a nested layer") {
+        auto other = Relu<8>() >> clone(residual(Relu<8>()), 2) >> Softmax<4>();
+        other.initialize(X);
+        check_refused(other, bytes, "tenon-E205", "chain>2>softmax: dim nO: expected 4");
+    }
+    SECTION("another layer") {
+        auto other = Relu<8>() >> clone(residual(Mish<8>()), 2) >> Softmax<3>();
+        check_refused(other, bytes, "tenon-E204", "chain>1>clone");
+    }
+    SECTION("another node count") {
+        auto other = Relu<8>() >> clone(residual(Relu<8>()), 3) >> Softmax<3>();
+        check_refused(other, bytes, "tenon-E204", "clone(residual(relu) x3)");
+    }
+    SECTION("a width the model already has") {
+        auto other = Relu<8>() >> clone(residual(Relu<8>()), 2) >> Softmax<3>();
+        other.initialize(random_array(6, 7, 13));  // nI = 7, not 5
+        check_refused(other, bytes, "tenon-E205", "dim nI: expected 7 (set in the model) but the file has 5");
+    }
+    SECTION("a model file given as optimizer state and back") {
+        Optimizer opt = Adam(0.001);
+        auto m = Relu<8>() >> clone(residual(Relu<8>()), 2) >> Softmax<3>();
+        try {
+            optimizer_from_bytes(opt, m, bytes);
+            FAIL("no error");
+        } catch (const LoadError& e) {
+            CHECK(e.id() == "tenon-E200");
+        }
+        check_refused(m, optimizer_to_bytes(opt, trained), "tenon-E200", "expected a model file");
+    }
+}
+
+TEST_CASE("truncated, corrupted and newer files are refused; the model is unchanged", "[serialize]") {
+    auto make = [] { return Relu<3>({.dropout = 0.5, .normalize = true}) >> Softmax<2>(); };
+    auto model = make();
+    model.initialize(random_array(4, 2, 14));
+    const Bytes bytes = model.to_bytes();
+    auto target = make();
+    target.initialize(random_array(4, 2, 15));
+
+    SECTION("every truncation") {
+        for (std::size_t n = 0; n < bytes.size(); ++n) {
+            Bytes cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
+            INFO("first " << n << " bytes");
+            check_refused(target, cut, n < 8 ? "tenon-E200" : "tenon-E202");
+        }
+    }
+    SECTION("every flipped byte is caught (by the checksum, or the header's checks)") {
+        for (std::size_t i = 0; i < bytes.size(); ++i) {
+            Bytes bad = bytes;
+            bad[i] ^= 0x5a;
+            INFO("byte " << i);
+            const std::string before = fingerprint(target);
+            CHECK_THROWS_AS(target.from_bytes(bad), LoadError);
+            CHECK(fingerprint(target) == before);
+        }
+    }
+    SECTION("flipped body bytes with a valid checksum: an error or a consistent model, never a crash") {
+        for (std::size_t i = 32; i < bytes.size(); ++i) {
+            Bytes bad = bytes;
+            bad[i] ^= 0xff;
+            bad = fix_crc(bad);
+            auto m = make();
+            try {
+                m.from_bytes(bad);
+                (void)m.predict(random_array(2, 2, 16));
+            } catch (const Error&) {
+            }
+        }
+    }
+    SECTION("a checksum mismatch") {
+        Bytes bad = bytes;
+        bad.back() ^= 1;
+        check_refused(target, bad, "tenon-E203", "checksum");
+    }
+    SECTION("a newer format version") {
+        Bytes bad = bytes;
+        bad[8] = static_cast<std::uint8_t>(model_file_version + 1);
+        check_refused(target, bad, "tenon-E201", "newer tenon");
+    }
+    SECTION("not a tenon file") {
+        const std::string text = "{\"nodes\": []}";
+        check_refused(target, Bytes(text.begin(), text.end()), "tenon-E200", "not a tenon file");
+    }
+    SECTION("a file whose values were cut and the header fixed up") {
+        Bytes bad(bytes.begin(), bytes.end() - 4);
+        for (int i = 0; i < 8; ++i) bad[16 + i] = static_cast<std::uint8_t>((bad.size() - 32) >> (8 * i));
+        check_refused(target, fix_crc(bad), "tenon-E202");
+    }
+}
+
+TEST_CASE("a failed load leaves every parameter, dim and attribute of a fresh model as it was", "[serialize]") {
+    auto model = Relu<6>({.dropout = 0.2}) >> Softmax<>();
+    model.initialize(random_array(4, 3, 17), random_array(4, 2, 18));
+    Bytes bytes = model.to_bytes();
+    // A file that is right up to its last node: the failure comes after the first nodes passed.
+    auto fresh = Relu<6>({.dropout = 0.2}) >> Softmax<>(SoftmaxOptions{.nO = 3});
+    const auto names_before = fresh.layer<0>().dim_names();
+    check_refused(fresh, bytes, "tenon-E205", "chain>1>softmax");
+    CHECK_FALSE(fresh.is_initialized());
+    CHECK_FALSE(fresh.layer<0>().has_param("W"));
+    CHECK_FALSE(fresh.layer<0>().has_dim("nI"));
+}
+
+TEST_CASE("optimizer state: training resumed from a checkpoint equals the uninterrupted run", "[serialize]") {
+    auto make = [] { return Relu<8>({.dropout = 0.3}) >> Relu<8>({.normalize = true}) >> Softmax<3>(); };
+    const Floats2d X = random_array(32, 5, 19);
+    Floats2d Y({32, 3});
+    for (std::size_t r = 0; r < 32; ++r) Y(r, r % 3) = 1.0f;
+    auto step = [&](auto& m, Optimizer& opt, std::size_t k) {
+        const std::size_t b = (k % 4) * 8;
+        Floats2d Xb({8, 5}), Yb({8, 3});
+        std::memcpy(Xb.data(), X.data() + b * 5, 8 * 5 * sizeof(float));
+        std::memcpy(Yb.data(), Y.data() + b * 3, 8 * 3 * sizeof(float));
+        auto [Yh, backprop] = m.begin_update(Xb);
+        backprop(CategoricalCrossentropy().get_grad(Yh, Yb));
+        m.finish_update(opt);
+    };
+    fix_random_seed(21);
+    auto a = make();
+    a.initialize(X, Y);
+    Optimizer opt_a = Adam(0.01);
+    for (std::size_t k = 0; k < 5; ++k) step(a, opt_a, k);
+    const Bytes checkpoint = checkpoint_to_bytes(a, opt_a);
+    for (std::size_t k = 5; k < 12; ++k) step(a, opt_a, k);
+
+    // Another "process": other ids, another generator state, a fresh optimizer.
+    for (int i = 0; i < 5; ++i) (void)Relu<2>();
+    fix_random_seed(999);
+    auto b = make();
+    Optimizer opt_b = Adam(0.5);
+    checkpoint_from_bytes(b, opt_b, checkpoint);
+    CHECK(opt_b.learn_rate() == 0.01);
+    for (std::size_t k = 5; k < 12; ++k) step(b, opt_b, k);
+    CHECK(b.to_bytes() == a.to_bytes());
+    CHECK(optimizer_to_bytes(opt_b, b) == optimizer_to_bytes(opt_a, a));
+    {
+        UseAverages avg_a(a, opt_a), avg_b(b, opt_b);
+        CHECK(b.to_bytes() == a.to_bytes());
+    }
+
+    SECTION("the optimizer alone") {
+        auto c = make();
+        c.from_bytes(a.to_bytes());
+        Optimizer opt_c = Adam(0.01);
+        optimizer_from_bytes(opt_c, c, optimizer_to_bytes(opt_a, a));
+        CHECK(optimizer_to_bytes(opt_c, c) == optimizer_to_bytes(opt_a, a));
+        CHECK(opt_c.nr_update(c.layer<0>().id(), "W") == 12);
+    }
+    SECTION("a checkpoint of another architecture changes neither the model nor the optimizer") {
+        auto d = Relu<8>({.dropout = 0.3}) >> Relu<8>({.normalize = true}) >> Softmax<4>();
+        Optimizer opt_d = Adam(0.5);
+        const auto rng = global_rng().state();
+        CHECK_THROWS_AS(checkpoint_from_bytes(d, opt_d, checkpoint), LoadError);
+        CHECK(opt_d.learn_rate() == 0.5);
+        CHECK(global_rng().state().s[0] == rng.s[0]);
+        CHECK_FALSE(d.is_initialized());
+    }
+}
+
+TEST_CASE("node paths", "[serialize]") {
+    auto model = Relu<4>() >> clone(residual(expand_window<1>() >> Maxout<4>({.nP = 2})), 2) >> Softmax<2>();
+    const auto paths = node_paths(model);
+    REQUIRE(paths.size() == model.walk().size());
+    CHECK(paths[0] == "chain");
+    CHECK(paths[2] == "chain>1>clone");
+    CHECK(std::find(paths.begin(), paths.end(), "chain>1>clone>0>residual>chain>1>maxout") != paths.end());
+    CHECK(node_path(model, model.layer<1>()[1]) == "chain>1>clone>1>residual");
+    CHECK(node_kind("relu>>relu>>softmax") == "chain");
+    CHECK(node_kind("residual(relu>>relu)") == "residual");
+    CHECK(node_kind("relu|maxout") == "concatenate");
+}
+
+TEST_CASE("refs are saved as walk indices", "[serialize]") {
+    auto make = [] { return Relu<4>() >> Softmax<2>(); };
+    auto model = make();
+    model.initialize(random_array(3, 3, 22));
+    model.set_ref("output_layer", &model.layer<1>());
+    model.set_ref("nothing", nullptr);
+    auto fresh = make();
+    fresh.from_bytes(model.to_bytes());
+    REQUIRE(fresh.has_ref("output_layer"));
+    CHECK(&fresh.get_ref("output_layer") == &fresh.layer<1>());
+    CHECK_FALSE(fresh.has_ref("nothing"));
+    auto outside = Relu<2>();
+    model.set_ref("outside", &outside);
+    CHECK_THROWS_WITH(model.to_bytes(), Catch::Contains("tenon-E232"));
+}
