@@ -6,6 +6,9 @@
 
 #include <zlib.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -389,4 +392,104 @@ TEST_CASE("refs are saved as walk indices", "[serialize]") {
     auto outside = Relu<2>();
     model.set_ref("outside", &outside);
     CHECK_THROWS_WITH(model.to_bytes(), Catch::Contains("tenon-E232"));
+}
+
+// ---- golden files ------------------------------------------------------------------------
+// tests/golden/ holds files written by format version 1 with their expected predictions;
+// every later version must load them and predict the same. TENON_WRITE_GOLDEN=1 rewrites
+// them (only ever for a new file name: never change an existing golden file).
+namespace {
+auto golden_mlp() { return Relu<16>({.dropout = 0.2}) >> Relu<16>({.normalize = true}) >> Softmax<>(SoftmaxOptions{.nO = 4}); }
+auto golden_textcat() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.0, .normalize = true};
+    auto embed = list2ragged<Ints2d>() >>
+                 with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<8>(50, {}, 0), HashEmbed<8>(20, 7u, 1),
+                                                             Embed<8>(100, 2), HashEmbed<8>(30, {}, 3, 0.1))) >>
+                 with_array<Ragged>(Maxout<8>(maxout)) >> ragged2list();
+    auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<8>(maxout)), 2), 2);
+    return embed >> encode >> list2ragged() >> reduce_mean() >> Softmax<3>();
+}
+// Inputs from a formula (not the generator, which may change).
+Floats2d golden_X(std::size_t rows) {
+    Floats2d X({rows, 6});
+    for (std::size_t i = 0; i < X.size(); ++i) X[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 0.1));
+    return X;
+}
+List<Ints2d> golden_docs() {
+    std::vector<Ints2d> docs;
+    for (std::size_t d = 0; d < 5; ++d) {
+        Ints2d doc({1 + d * 2, 4});
+        for (std::size_t i = 0; i < doc.size(); ++i)
+            doc[i] = i % 4 == 2 ? static_cast<int>((i * 37 + d) % 100) : static_cast<int>(i * 7919 + d * 104729) - 300;
+        docs.push_back(std::move(doc));
+    }
+    return List<Ints2d>(std::move(docs));
+}
+std::string golden_path(const char* name) { return std::string(TENON_SOURCE_DIR) + "/tests/golden/" + name; }
+std::string hex_floats(const float* p, std::size_t n) {
+    std::string out;
+    char buf[64];
+    for (std::size_t i = 0; i < n; ++i) {
+        std::snprintf(buf, sizeof buf, "%a\n", static_cast<double>(p[i]));
+        out += buf;
+    }
+    return out;
+}
+std::string read_text(const std::string& path) {
+    auto b = read_file(path);
+    return std::string(b.begin(), b.end());
+}
+void write_text(const std::string& path, const std::string& text) {
+    write_file(path, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+}  // namespace
+
+TEST_CASE("golden files written by format version 1 load and predict the same", "[serialize][golden]") {
+    const Floats2d X = golden_X(7);
+    const List<Ints2d> docs = golden_docs();
+    if (std::getenv("TENON_WRITE_GOLDEN")) {
+        fix_random_seed(2026);
+        auto mlp = golden_mlp();
+        Floats2d Y({7, 4});
+        for (std::size_t r = 0; r < 7; ++r) Y(r, r % 4) = 1.0f;
+        mlp.initialize(X, Y);
+        Optimizer opt = Adam(0.01);
+        for (int k = 0; k < 3; ++k) {
+            auto [Yh, bp] = mlp.begin_update(X);
+            bp(CategoricalCrossentropy().get_grad(Yh, Y));
+            mlp.finish_update(opt);
+        }
+        mlp.to_disk(golden_path("mlp_v1.tenon"));
+        write_file(golden_path("mlp_v1.checkpoint"), checkpoint_to_bytes(mlp, opt));
+        const Floats2d P = mlp.predict(X);
+        write_text(golden_path("mlp_v1.expected"), hex_floats(P.data(), P.size()));
+        auto textcat = golden_textcat();
+        textcat.initialize(docs);
+        textcat.to_disk(golden_path("textcat_v1.tenon"));
+        const Floats2d Q = textcat.predict(docs);
+        write_text(golden_path("textcat_v1.expected"), hex_floats(Q.data(), Q.size()));
+    }
+    SECTION("MLP") {
+        auto mlp = golden_mlp();
+        mlp.from_disk(golden_path("mlp_v1.tenon"));
+        const Floats2d P = mlp.predict(X);
+        CHECK(hex_floats(P.data(), P.size()) == read_text(golden_path("mlp_v1.expected")));
+        if (model_file_version == 1) CHECK(mlp.to_bytes() == read_file(golden_path("mlp_v1.tenon")));
+    }
+    SECTION("checkpoint") {
+        auto mlp = golden_mlp();
+        Optimizer opt = Adam(0.5);
+        checkpoint_from_bytes(mlp, opt, read_file(golden_path("mlp_v1.checkpoint")));
+        CHECK(opt.learn_rate() == 0.01);
+        CHECK(opt.nr_update(mlp.layer<0>().id(), "W") == 3);
+        const Floats2d P = mlp.predict(X);
+        CHECK(hex_floats(P.data(), P.size()) == read_text(golden_path("mlp_v1.expected")));
+    }
+    SECTION("tok2vec text classifier") {
+        auto textcat = golden_textcat();
+        textcat.from_disk(golden_path("textcat_v1.tenon"));
+        const Floats2d Q = textcat.predict(docs);
+        CHECK(hex_floats(Q.data(), Q.size()) == read_text(golden_path("textcat_v1.expected")));
+        if (model_file_version == 1) CHECK(textcat.to_bytes() == read_file(golden_path("textcat_v1.tenon")));
+    }
 }
