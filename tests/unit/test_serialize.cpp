@@ -435,6 +435,21 @@ std::string hex_floats(const float* p, std::size_t n) {
     }
     return out;
 }
+// Within 1e-5 of the expected values: the files hold the bits one machine computed, and
+// another kernel (AVX2, AVX-512, generic) sums the products in another order.
+bool close_to_expected(const Floats2d& P, const std::string& expected_text) {
+    std::vector<double> want;
+    const char* p = expected_text.c_str();
+    char* end = nullptr;
+    for (double v = std::strtod(p, &end); end != p; v = std::strtod(p, &end)) {
+        want.push_back(v);
+        p = end;
+    }
+    if (want.size() != P.size()) return false;
+    for (std::size_t i = 0; i < want.size(); ++i)
+        if (std::abs(static_cast<double>(P[i]) - want[i]) > 1e-5) return false;
+    return true;
+}
 std::string read_text(const std::string& path) {
     auto b = read_file(path);
     return std::string(b.begin(), b.end());
@@ -473,7 +488,7 @@ TEST_CASE("golden files written by format version 1 load and predict the same", 
         auto mlp = golden_mlp();
         mlp.from_disk(golden_path("mlp_v1.tenon"));
         const Floats2d P = mlp.predict(X);
-        CHECK(hex_floats(P.data(), P.size()) == read_text(golden_path("mlp_v1.expected")));
+        CHECK(close_to_expected(P, read_text(golden_path("mlp_v1.expected"))));
         if (model_file_version == 1) CHECK(mlp.to_bytes() == read_file(golden_path("mlp_v1.tenon")));
     }
     SECTION("checkpoint") {
@@ -483,13 +498,13 @@ TEST_CASE("golden files written by format version 1 load and predict the same", 
         CHECK(opt.learn_rate() == 0.01);
         CHECK(opt.nr_update(mlp.layer<0>().id(), "W") == 3);
         const Floats2d P = mlp.predict(X);
-        CHECK(hex_floats(P.data(), P.size()) == read_text(golden_path("mlp_v1.expected")));
+        CHECK(close_to_expected(P, read_text(golden_path("mlp_v1.expected"))));
     }
     SECTION("tok2vec text classifier") {
         auto textcat = golden_textcat();
         textcat.from_disk(golden_path("textcat_v1.tenon"));
         const Floats2d Q = textcat.predict(docs);
-        CHECK(hex_floats(Q.data(), Q.size()) == read_text(golden_path("textcat_v1.expected")));
+        CHECK(close_to_expected(Q, read_text(golden_path("textcat_v1.expected"))));
         if (model_file_version == 1) CHECK(textcat.to_bytes() == read_file(golden_path("textcat_v1.tenon")));
     }
 }
