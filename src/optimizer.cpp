@@ -110,18 +110,18 @@ int Optimizer::nr_update(std::uint64_t node_id, const std::string& name) const {
     return it == state_.end() ? 0 : it->second.nr_update;
 }
 
-UseAverages::UseAverages(Node& model, Optimizer& optimizer) : model_(model), optimizer_(optimizer) { swap(); }
-UseAverages::~UseAverages() { swap(); }
-
-void UseAverages::swap() {
-    for (Node* node : model_.walk())
-        for (const auto& name : node->param_names()) {
-            if (!node->has_param(name)) continue;
-            Floats1d* avg = optimizer_.average(node->id(), name);
-            if (!avg) continue;
-            ParamView p = node->get_param(name);
-            std::swap_ranges(p.begin(), p.end(), avg->data());
-        }
+namespace {
+ParamValues averages_of(Node& model, Optimizer& optimizer) {
+    ParamValues out;
+    for (Node* node : model.walk())
+        for (const auto& name : node->param_names())
+            if (Floats1d* avg = optimizer.average(node->id(), name))
+                out.emplace(ParamKey{node->id(), name}, CParamView{avg->data(), {avg->size()}, 1});
+    return out;
 }
+}  // namespace
+
+UseAverages::UseAverages(Node& model, Optimizer& optimizer) : params_(model, averages_of(model, optimizer)) {}
+UseAverages::~UseAverages() = default;
 
 }  // namespace tenon

@@ -11,11 +11,41 @@ namespace tenon {
 class Error : public std::runtime_error {
 public:
     explicit Error(const std::string& message, std::string id = {})
-        : std::runtime_error(id.empty() ? message : "[" + id + "] " + message), id_(std::move(id)) {}
+        : std::runtime_error(id.empty() ? message : "[" + id + "] " + message),
+          id_(std::move(id)),
+          message_(message),
+          what_(std::runtime_error::what()) {}
     const std::string& id() const noexcept { return id_; }
+    const char* what() const noexcept override { return what_.c_str(); }
+    // The message without the "[id] " prefix.
+    const std::string& message() const noexcept { return message_; }
+    // Replaces the message (the id stays, and so does the exception's type): the model's
+    // entry points use it to name the node that threw by its path from the model called.
+    void set_message(std::string message) {
+        message_ = std::move(message);
+        what_ = id_.empty() ? message_ : "[" + id_ + "] " + message_;
+    }
+    // Where in the model the error arose ("chain>1>clone>0>residual>chain>1>maxout"), when a
+    // model's entry point (initialize, predict, begin_update, operator()) saw it; else "".
+    const std::string& node_path() const noexcept { return node_path_; }
+    void set_node_path(std::string path) { node_path_ = std::move(path); }
+
+    // For the entry points: the node whose entry point saw the error first (its innermost),
+    // and the message as that node threw it (so that a second rewrite starts from it).
+    const void* origin() const noexcept { return origin_; }
+    void set_origin(const void* node) {
+        origin_ = node;
+        original_ = message_;
+    }
+    const std::string& original_message() const noexcept { return original_; }
 
 private:
     std::string id_;
+    std::string message_;
+    std::string what_;
+    std::string node_path_;
+    std::string original_;
+    const void* origin_ = nullptr;
 };
 
 // A width (or other dim) that differs from the one a layer expects.

@@ -55,6 +55,25 @@ public:
     void for_each_child(const std::function<void(Node&)>& f) override {
         for (auto& c : copies_) f(c);
     }
+    // remove_node's hook: the copies are a dynamic list, so one can go (the later copies
+    // move down one place; Node::remove_node re-points the refs).
+    bool remove_child(Node& child) override {
+        if constexpr (std::is_move_assignable_v<L>) {
+            for (std::size_t i = 0; i < copies_.size(); ++i)
+                if (&copies_[i] == &child) {
+                    copies_.erase(copies_.begin() + static_cast<std::ptrdiff_t>(i));
+                    if (copies_.empty()) {
+                        this->name_ = "noop";
+                        this->mark_initialized();  // the identity
+                    } else {
+                        this->name_ = "clone(" + copies_.front().name() + " x" + std::to_string(copies_.size()) + ")";
+                    }
+                    return true;
+                }
+        }
+        return false;
+    }
+
 
     struct Backprop {
         std::vector<typename L::Backprop> bps;

@@ -11,6 +11,7 @@
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 #include "tenon/model/diagnostics.hpp"
@@ -59,6 +60,22 @@ template <class M>
 using backprop_t = std::conditional_t<std::is_class_v<typename M::Backprop> && !std::is_final_v<typename M::Backprop>,
                                       CheckedBackprop<M>, typename M::Backprop>;
 
+namespace detail {
+// How many public entry points (initialize, predict, begin_update, operator()) this thread is
+// inside: the outermost one names the node of an error by its path.
+inline constinit thread_local int entry_depth = 0;
+struct EntryCall {
+    EntryCall() noexcept { ++entry_depth; }
+    ~EntryCall() { --entry_depth; }
+    EntryCall(const EntryCall&) = delete;
+    EntryCall& operator=(const EntryCall&) = delete;
+};
+// Marks `e` as seen first by `node` (the innermost entry point) and, at the outermost entry
+// point (`node` is then the model called), rewrites the message's leading node name into the
+// node's path from there (src/model_api.cpp).
+void note_entry_error(Error& e, const Node& node);
+}  // namespace detail
+
 template <class Derived, class InT, class OutT>
 class Layer : public Node {
 public:
@@ -69,17 +86,23 @@ public:
 
     // Infers the dims that are still dyn from sample data and initialises the parameters.
     Derived& initialize() {
-        self().init_impl(nullptr, nullptr);
-        return self();
+        return entry([&]() -> Derived& {
+            self().init_impl(nullptr, nullptr);
+            return self();
+        });
     }
     Derived& initialize(InView X) {
-        self().init_impl(&X, nullptr);
-        return self();
+        return entry([&]() -> Derived& {
+            self().init_impl(&X, nullptr);
+            return self();
+        });
     }
     Derived& initialize(InView X, OutView Y) {
-        check_sample_rows(&X, &Y);
-        self().init_impl(&X, &Y);
-        return self();
+        return entry([&]() -> Derived& {
+            check_sample_rows(&X, &Y);
+            self().init_impl(&X, &Y);
+            return self();
+        });
     }
     // A sample of another data type: E010 (the overloads above take the model's types).
     template <class X>
@@ -99,24 +122,32 @@ public:
     }
     // The pointer form, for combinators that may or may not have a sample.
     Derived& initialize_from(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y) {
-        check_sample_rows(X, Y);
-        self().init_impl(X, Y);
-        return self();
+        return entry([&]() -> Derived& {
+            check_sample_rows(X, Y);
+            self().init_impl(X, Y);
+            return self();
+        });
     }
 
     // Inference: const, no dropout, allocates only its result.
     Out predict(InView X) const {
-        require_initialized();
-        return self().predict_impl(X);
+        return entry([&]() -> Out {
+            require_initialized();
+            return self().predict_impl(X);
+        });
     }
     // (Y, backprop) for training; backprop(dY) returns dX and adds to the gradients.
     auto begin_update(InView X) {
-        require_initialized();
-        return checked(self().forward_impl(X, true));
+        return entry([&] {
+            require_initialized();
+            return checked(self().forward_impl(X, true));
+        });
     }
     auto operator()(InView X, bool is_train) {
-        require_initialized();
-        return checked(self().forward_impl(X, is_train));
+        return entry([&] {
+            require_initialized();
+            return checked(self().forward_impl(X, is_train));
+        });
     }
     // The same calls with X of another data type than the model's input: E008, E009.
     template <class X>
@@ -153,6 +184,17 @@ public:
         static_assert(sizeof(check::optimizer_argument<check::given_type<O&&>>) > 0);
     }
 
+    // replace_node's hook: become a copy of `other` when it is a Derived (keeps the address).
+    bool assign_from(const Node& other) override {
+        if (typeid(other) != typeid(Derived)) return false;
+        if constexpr (std::is_copy_assignable_v<Derived>) {
+            self() = static_cast<const Derived&>(other);
+            return true;
+        } else {
+            return false;
+        }
+    }
+
 protected:
     using Layer::Node::Node;
     // For converting constructors between layer types that differ only in static widths.
@@ -161,6 +203,20 @@ protected:
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 
 private:
+    // Runs a public entry point. A tenon::Error from inside gets the path of the node that
+    // threw, from the model the user called (detail::note_entry_error, only when throwing);
+    // the normal path costs one thread_local increment and decrement.
+    template <class F>
+    decltype(auto) entry(F&& f) const {
+        try {
+            detail::EntryCall call;
+            return f();
+        } catch (Error& e) {
+            detail::note_entry_error(e, *this);
+            throw;
+        }
+    }
+
     // forward_impl's (Y, backprop) with the backprop wrapped to check its argument's type.
     // (A forward_impl that returns anything else is passed through as it is.)
     template <class P>

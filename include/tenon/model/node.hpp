@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -74,6 +75,9 @@ CParamView param_view(const Array<float, E...>& a) {
     return param_view(a.view());
 }
 
+// A parameter's key, as in Thinc: (node id, parameter name).
+using ParamKey = std::pair<std::uint64_t, std::string>;
+
 // Attribute values, as in Thinc's model.attrs.
 using Attr = std::variant<bool, std::int64_t, double, std::string>;
 
@@ -93,6 +97,7 @@ struct ParamDecl {
 
 namespace detail {
 struct NodeAccess;  // the loader's way in (src/serialize.cpp)
+struct ModelApi;    // copy / replace_node / remove_node (src/model_api.cpp)
 }
 
 class Node {
@@ -160,12 +165,32 @@ public:
     void to_disk(const std::string& path) const;
     Node& from_disk(const std::string& path);
 
+    // Thinc's tree edits (src/model_api.cpp; docs/lifecycle.md, "The rest of the Model API").
+    // replace_node: `old` (a node of this tree, or this node) takes on the state of
+    // `replacement`, a model of the same dynamic type (else tenon-E233), in place: refs to
+    // `old` stay valid, its subtree gets new ids, and refs inside the replacement's subtree are
+    // remapped to their copies. False when `old` is not in the tree.
+    bool replace_node(Node& old, const Node& replacement);
+    // remove_node: takes `node` out of the dynamic child list that holds it (a clone's copies)
+    // and clears the refs that no longer point into the tree (as Thinc). A node in a fixed
+    // slot (a chain's typed child, a residual's layer) cannot go: tenon-E234. False when
+    // `node` is not a descendant of this node.
+    bool remove_node(Node& node);
+    // (parameter, gradient) of every allocated parameter of the tree, keyed by (id, name).
+    std::map<ParamKey, std::pair<ParamView, ParamView>> get_gradients();
+
     // Breadth-first over this node and its descendants (this node first), as Thinc.
     std::vector<Node*> walk();
     std::vector<const Node*> walk() const;
     // Direct children; combinators and layers with sub-layers override it.
     virtual void for_each_child(const std::function<void(Node&)>& /*f*/) {}
     void for_each_child(const std::function<void(const Node&)>& f) const;
+    // Hooks for the tree edits. assign_from: become a copy of `other` (keeping this node's
+    // address) when it has this node's dynamic type; false otherwise (Layer implements it).
+    // remove_child: take `child` out of a dynamic child list; false where the child sits in a
+    // fixed slot (the default).
+    virtual bool assign_from(const Node& /*other*/) { return false; }
+    virtual bool remove_child(Node& /*child*/) { return false; }
 
     // One line per node: name, dims, whether initialised.
     std::string describe() const;
@@ -247,6 +272,7 @@ private:
     std::vector<std::pair<std::string, Node*>> refs_;
     bool initialized_ = false;
     friend struct detail::NodeAccess;
+    friend struct detail::ModelApi;
 };
 
 // The model tree, one node per line with its dims; a width fixed by the type is marked

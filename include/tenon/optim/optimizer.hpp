@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "tenon/model/use_params.hpp"
 #include "tenon/types/array.hpp"
 
 namespace tenon {
@@ -80,6 +81,8 @@ inline Optimizer SGD(double learn_rate, double L2 = 0.0, double grad_clip = 1.0,
 
 // Swaps the optimizer's moving averages into a model for as long as it lives (Thinc's
 // `with model.use_params(optimizer.averages)`): evaluate with the averaged weights.
+// It is use_params (tenon/model/use_params.hpp) with the averages: averages of another size
+// than the parameter (the model was re-initialised with other widths) are tenon-E235.
 class UseAverages {
 public:
     UseAverages(Node& model, Optimizer& optimizer);
@@ -88,9 +91,7 @@ public:
     UseAverages& operator=(const UseAverages&) = delete;
 
 private:
-    void swap();
-    Node& model_;
-    Optimizer& optimizer_;
+    UseParams params_;
 };
 
 }  // namespace tenon
