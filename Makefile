@@ -10,8 +10,11 @@ DEPS := g++ clang pkg-config meson ninja-build libeigen3-dev libboost-dev libcer
 BENCH_DEPS := python3-torch libopenblas0-pthread libtorch-dev libdlib-dev libblas-dev liblapack-dev libjpeg-dev
 # The C++ anchors (bench/meson.build): never built by default, only here.
 BENCH_ANCHORS := bench/libtorch_bench bench/dlib_bench
+# make fuzz: clang++ 14 and libFuzzer (Debian's libclang-rt-14-dev).
+FUZZ_DEPS := clang libclang-rt-14-dev
+FUZZ_RUNS ?= 1000000
 
-.PHONY: all deps bench-deps build test test-tsan demo bench bench-compile clean
+.PHONY: all deps bench-deps build test test-tsan fuzz demo bench bench-compile clean
 
 all: build
 
@@ -40,6 +43,29 @@ test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_lower "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 TENON_NUM_THREADS=3 $(BUILD)-tsan/tests/test_gemm
 
+# Model files under libFuzzer (tests/fuzz/README.md), in $(BUILD)-fuzz with the library compiled
+# with ASan + UBSan too: FUZZ_RUNS executions from seeds the models write; crashes go to
+# tests/fuzz/corpus/ (committed; make test replays them).
+FUZZ_DIR := $(BUILD)-fuzz
+fuzz:
+	@./tools/install-deps $(DEPS) $(FUZZ_DEPS)
+	@[ -f $(FUZZ_DIR)/build.ninja ] || CXX=clang++ meson setup $(FUZZ_DIR) --buildtype=debugoptimized \
+	  -Db_sanitize=address,undefined -Db_lundef=false \
+	  -Dcpp_args=-fsanitize=fuzzer-no-link -Dfuzz=true -Dtests=false -Dexamples=false -Dbench=false >/dev/null
+	ninja -C $(FUZZ_DIR) tests/fuzz/fuzz_model tests/fuzz/fuzz_replay
+	@rm -rf $(FUZZ_DIR)/fuzz-seeds && mkdir -p $(FUZZ_DIR)/fuzz-work tests/fuzz/corpus
+	$(FUZZ_DIR)/tests/fuzz/fuzz_replay --write-seeds $(FUZZ_DIR)/fuzz-seeds
+	@echo "fuzzing: $(FUZZ_RUNS) runs (log: $(FUZZ_DIR)/fuzz.log)"; rc=0; start=$$(date +%s); \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=allocator_may_return_null=0 \
+	  $(FUZZ_DIR)/tests/fuzz/fuzz_model -runs=$(FUZZ_RUNS) -print_final_stats=1 -timeout=20 \
+	  -rss_limit_mb=2048 -malloc_limit_mb=512 -artifact_prefix=tests/fuzz/corpus/ \
+	  $(FUZZ_DIR)/fuzz-work $(FUZZ_DIR)/fuzz-seeds tests/fuzz/corpus >$(FUZZ_DIR)/fuzz.log 2>&1 || rc=$$?; \
+	grep -E '^#[0-9]+ +(INITED|DONE)' $(FUZZ_DIR)/fuzz.log; \
+	[ $$rc -eq 0 ] || tail -n 60 $(FUZZ_DIR)/fuzz.log; \
+	echo "fuzz: $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/fuzz.log) executions in" \
+	  "$$(( $$(date +%s) - start )) s, $$([ $$rc -eq 0 ] && echo 0 || echo 1) crashes" \
+	  "(corpus: $$(ls tests/fuzz/corpus | wc -l) files in tests/fuzz/corpus/)"; exit $$rc
+
 demo: build
 	$(BUILD)/examples/mnist_mlp 2
 
@@ -59,4 +85,4 @@ bench-compile:
 	$(PY) bench/compile/run.py --out $(BUILD)/compile_bench.json $(BENCH_COMPILE_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-tsan $(BUILD)-fuzz

@@ -740,7 +740,7 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
         // Attributes: the file's values; one the model holds keeps its type.
         g.attrs = A::attrs(node);
         for (const auto& [name, value] : s.attrs) {
-            auto it = std::find_if(g.attrs.begin(), g.attrs.end(), [&](auto& a) { return a.first == name; });
+            auto it = std::find_if(g.attrs.begin(), g.attrs.end(), [&name = name](auto& a) { return a.first == name; });
             if (it == g.attrs.end()) {
                 g.attrs.emplace_back(name, value);
             } else {
