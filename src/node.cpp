@@ -36,7 +36,7 @@ Node::Node(std::string name, std::initializer_list<std::pair<const char*, std::s
 
 Node::Node(const Node& o)
     : name_(o.name_), id_(next_id()), dims_(o.dims_), params_(o.params_), attrs_(o.attrs_), refs_(o.refs_),
-      initialized_(o.initialized_) {}
+      fixed_attrs_(o.fixed_attrs_), initialized_(o.initialized_) {}
 
 Node& Node::operator=(const Node& o) {
     if (this != &o) {
@@ -45,6 +45,7 @@ Node& Node::operator=(const Node& o) {
         params_ = o.params_;
         attrs_ = o.attrs_;
         refs_ = o.refs_;
+        fixed_attrs_ = o.fixed_attrs_;
         initialized_ = o.initialized_;
     }
     return *this;
@@ -255,6 +256,14 @@ const Attr& Node::get_attr(std::string_view n) const {
         if (a.first == n) return a.second;
     throw Error(name_ + ": has no attribute '" + std::string(n) + "'", "tenon-E109");
 }
+void Node::set_fixed_attr(std::string_view n, Attr v) {
+    set_attr(n, std::move(v));
+    if (!is_fixed_attr(n)) fixed_attrs_.emplace_back(n);
+}
+bool Node::is_fixed_attr(std::string_view n) const noexcept {
+    return std::find(fixed_attrs_.begin(), fixed_attrs_.end(), n) != fixed_attrs_.end();
+}
+
 void Node::set_attr(std::string_view n, Attr v) {
     for (auto& a : attrs_)
         if (a.first == n) {

@@ -38,6 +38,7 @@ struct NodeAccess {
         std::vector<Param> params;
         std::vector<std::pair<std::string, Attr>> attrs;
         std::vector<std::pair<std::string, Node*>> refs;
+        std::function<void()> extra;  // the layer's own state (Node::load_extra)
         bool initialized = false;
     };
     static void commit(Node& n, Staged& s) noexcept {
@@ -46,6 +47,7 @@ struct NodeAccess {
         n.attrs_.swap(s.attrs);
         n.refs_.swap(s.refs);
         n.initialized_ = s.initialized;
+        if (s.extra) s.extra();
     }
     static Floats1d new_array(std::size_t n) { return Floats1d({n}); }
 };
@@ -122,6 +124,17 @@ std::string shape_text(const std::vector<std::size_t>& s) {
     std::string out = "(";
     for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
     return out + (s.size() == 1 ? ",)" : ")");
+}
+
+std::string attr_text(const Attr& a) {
+    return std::visit(
+        [](const auto& v) -> std::string {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>) return "'" + v.substr(0, 60) + (v.size() > 60 ? "...'" : "'");
+            else return std::to_string(v);
+        },
+        a);
 }
 
 const char* attr_type(const Attr& a) {
@@ -586,6 +599,7 @@ ModelState capture(const Node& model) {
         s.n_children = w.n_children[i];
         for (const auto& d : A::dims(n)) s.dims.emplace_back(d.name, d.value);
         s.attrs = A::attrs(n);
+        n.save_extra(s.attrs);
         for (const auto& p : A::params(n)) {
             ParamState ps;
             ps.name = p.name;
@@ -737,10 +751,20 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
             }
             g.params.push_back(std::move(q));
         }
-        // Attributes: the file's values; one the model holds keeps its type.
+        // Attributes: the file's values; one the model holds keeps its type; one the layer
+        // fixed when it was made must be the same; the layer's extra state goes to the layer.
         g.attrs = A::attrs(node);
+        Node::AttrList extra;
         for (const auto& [name, value] : s.attrs) {
+            if (node.is_extra_attr(name)) {
+                extra.emplace_back(name, value);
+                continue;
+            }
             auto it = std::find_if(g.attrs.begin(), g.attrs.end(), [&name = name](auto& a) { return a.first == name; });
+            if (it != g.attrs.end() && node.is_fixed_attr(name) && it->second != value)
+                fail(path + ": attribute '" + name + "': expected " + attr_text(it->second) +
+                         " (fixed when the layer was made) but the " + src + " has " + attr_text(value),
+                     "tenon-E207");
             if (it == g.attrs.end()) {
                 g.attrs.emplace_back(name, value);
             } else {
@@ -750,6 +774,13 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
                          "tenon-E207");
                 it->second = value;
             }
+        }
+        try {
+            g.extra = const_cast<Node&>(node).load_extra(extra);
+        } catch (const LoadError&) {
+            throw;
+        } catch (const Error& e) {
+            fail(path + ": " + e.what(), "tenon-E207");
         }
         // References: into the same tree.
         for (const auto& [name, idx] : s.refs) {

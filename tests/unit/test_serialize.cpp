@@ -508,3 +508,40 @@ TEST_CASE("golden files written by format version 1 load and predict the same", 
         if (model_file_version == 1) CHECK(textcat.to_bytes() == read_file(golden_path("textcat_v1.tenon")));
     }
 }
+
+TEST_CASE("attributes a layer fixed when it was made must match; remap_ids' table is saved", "[serialize]") {
+    SECTION("expand_window's window") {
+        Floats2d X = random_array(5, 2, 23);
+        auto a = expand_window(2) >> Relu<3>();
+        a.initialize(X);
+        auto b = expand_window(1) >> Relu<3>();
+        check_refused(b, a.to_bytes(), "tenon-E207", "attribute 'window_size': expected 1 (fixed when the layer was made) but the file has 2");
+    }
+    SECTION("remap_ids: the table as it is when saved, in key order") {
+        auto make = [] { return remap_ids({{"a", 1}, {"b", 2}}, 3) >> Embed<4>(10); };
+        auto m = make();
+        m.initialize();
+        m.layer<0>().table()["c"] = 7;  // a table updated after construction
+        m.layer<0>().table()["x=y\n:"] = 5;  // a key with the separators in it
+        const Strings words{"a", "c", "zz", "x=y\n:"};
+        const Floats2d before = m.predict(words);
+        auto fresh = make();
+        fresh.from_bytes(m.to_bytes());
+        CHECK(fresh.layer<0>().table().size() == 4);
+        CHECK(fresh.layer<0>().table().at("x=y\n:") == 5);
+        CHECK(same_bits(fresh.predict(words), before));
+        CHECK(fresh.to_bytes() == m.to_bytes());
+        auto other_default = remap_ids({{"a", 1}, {"b", 2}}, 4) >> Embed<4>(10);
+        check_refused(other_default, m.to_bytes(), "tenon-E207", "attribute 'default'");
+    }
+    SECTION("remap_ids with integer keys") {
+        auto make = [] { return remap_ids({{5, 1}, {-7, 2}}) >> Embed<4>(10); };
+        auto m = make();
+        m.initialize();
+        m.layer<0>().table()[-1000000000000] = 9;
+        auto fresh = make();
+        fresh.layer<0>().table().clear();
+        fresh.from_bytes(m.to_bytes());
+        CHECK(fresh.layer<0>().table() == m.layer<0>().table());
+    }
+}

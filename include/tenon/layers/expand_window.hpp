@@ -108,7 +108,7 @@ public:
             throw Error("expand_window: the window size is " + std::to_string(W) + " in the type but " +
                             std::to_string(window_size) + " was given",
                         "tenon-E195");
-        this->set_attr("window_size", static_cast<std::int64_t>(window_size));
+        this->set_fixed_attr("window_size", static_cast<std::int64_t>(window_size));
         this->mark_initialized();  // no parameters; initialize only infers nI and nO
     }
 

@@ -133,6 +133,20 @@ public:
     bool has_attr(std::string_view name) const noexcept;
     const Attr& get_attr(std::string_view name) const;
     void set_attr(std::string_view name, Attr value);
+    // An attribute the layer fixed when it was made and keeps in its own members (a window
+    // size, a padding, an index): set_attr stores it, and a file that says otherwise is
+    // another architecture (tenon-E207), not a value to load.
+    void set_fixed_attr(std::string_view name, Attr value);
+    bool is_fixed_attr(std::string_view name) const noexcept;
+    // State a layer keeps outside its dims, parameters and attributes that a file must carry
+    // (remap_ids' table). save_extra appends it as attributes; load_extra checks such
+    // attributes of a file (throwing an Error when they do not fit) and returns what applies
+    // them, which must not throw, so that a load stays all or nothing. is_extra_attr says
+    // which attribute names are the layer's extra state.
+    using AttrList = std::vector<std::pair<std::string, Attr>>;
+    virtual void save_extra(AttrList& /*out*/) const {}
+    virtual std::function<void()> load_extra(const AttrList& /*attrs*/) { return {}; }
+    virtual bool is_extra_attr(std::string_view /*name*/) const noexcept { return false; }
     // The attribute as a T (a double attribute also accepts an integer); a clear error
     // (tenon-E116) when it holds another type.
     template <class T>
@@ -270,6 +284,7 @@ private:
     std::vector<Param> params_;
     std::vector<std::pair<std::string, Attr>> attrs_;
     std::vector<std::pair<std::string, Node*>> refs_;
+    std::vector<std::string> fixed_attrs_;
     bool initialized_ = false;
     friend struct detail::NodeAccess;
     friend struct detail::ModelApi;

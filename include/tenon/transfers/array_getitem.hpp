@@ -372,7 +372,7 @@ public:
         for (std::size_t d = 0; d < entries().size(); ++d)
             if (entries()[d].kind == detail::GetitemEntry::slice && entries()[d].slice_.step == 0)
                 throw Error(this->name_ + ": the Slice on axis " + std::to_string(d) + " has step 0", "tenon-E182");
-        this->set_attr("index", detail::getitem_text(entries()));
+        this->set_fixed_attr("index", detail::getitem_text(entries()));
         this->mark_initialized();
     }
 

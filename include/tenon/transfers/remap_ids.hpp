@@ -9,8 +9,12 @@
 // "mapping_table" attribute). No gradient: backprop returns an empty Strings, or zeros of
 // X's shape for an array input (Thinc: [] or an uninitialised array of dY's shape).
 #pragma once
+#include <algorithm>
 #include <array>
+#include <climits>
 #include <concepts>
+#include <functional>
+#include <memory>
 #include <initializer_list>
 #include <cstdint>
 #include <optional>
@@ -81,8 +85,8 @@ public:
             throw Error("remap_ids: column " + std::to_string(*column_) +
                             " given but the input has no columns (expected a 2-d input for a column)",
                         "tenon-E183");
-        this->set_attr("default", std::int64_t{default_});
-        if (column_) this->set_attr("column", static_cast<std::int64_t>(*column_));
+        this->set_fixed_attr("default", std::int64_t{default_});
+        if (column_) this->set_fixed_attr("column", static_cast<std::int64_t>(*column_));
         this->mark_initialized();
     }
 
@@ -91,6 +95,73 @@ public:
     const Table& table() const noexcept { return table_; }
     std::int32_t default_value() const noexcept { return default_; }
     std::optional<std::size_t> column() const noexcept { return column_; }
+
+    // The table goes into model files as the attribute "mapping_table" (as Thinc's), one
+    // entry per line in key order, so that the same table gives the same bytes:
+    // "<key>=<value>" for integer keys, "<length>:<key>=<value>" for string keys.
+    bool is_extra_attr(std::string_view name) const noexcept override { return name == "mapping_table"; }
+    void save_extra(Node::AttrList& out) const override {
+        std::vector<const typename Table::value_type*> entries;
+        for (const auto& e : table_) entries.push_back(&e);
+        std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::string text;
+        for (const auto* e : entries) {
+            // (Appended piece by piece: g++ 12 warns (-Wrestrict) on "=" + std::to_string(...).)
+            if constexpr (std::is_same_v<Key, std::string>) {
+                text += std::to_string(e->first.size());
+                text += ':';
+                text += e->first;
+            } else {
+                text += std::to_string(e->first);
+            }
+            text += '=';
+            text += std::to_string(e->second);
+            text += '\n';
+        }
+        out.emplace_back("mapping_table", std::move(text));
+    }
+    std::function<void()> load_extra(const Node::AttrList& attrs) override {
+        const std::string* text = nullptr;
+        for (const auto& [name, value] : attrs)
+            if (name == "mapping_table") text = std::get_if<std::string>(&value);
+        if (!text) return {};  // a file without a table keeps the model's
+        auto table = std::make_shared<Table>();
+        auto bad = [](const std::string& why) -> Error {
+            return Error("remap_ids: the mapping_table attribute is malformed: " + why, "tenon-E207");
+        };
+        std::size_t i = 0;
+        auto number = [&](char end) {
+            std::size_t j = text->find(end, i);
+            if (j == std::string::npos || j == i || j - i > 20) throw bad("expected a number before '" + std::string(1, end) + "'");
+            std::int64_t v = 0;
+            bool neg = (*text)[i] == '-';
+            for (std::size_t k = i + neg; k < j; ++k) {
+                const char c = (*text)[k];
+                if (c < '0' || c > '9' || k == i + neg + 19) throw bad("'" + text->substr(i, j - i) + "' is not a number");
+                v = v * 10 + (c - '0');
+            }
+            if (neg && j == i + 1) throw bad("a lone '-'");
+            i = j + 1;
+            return neg ? -v : v;
+        };
+        while (i < text->size()) {
+            Key key{};
+            if constexpr (std::is_same_v<Key, std::string>) {
+                const auto n = number(':');
+                if (n < 0 || static_cast<std::size_t>(n) > text->size() - i) throw bad("a key runs past the end");
+                key = text->substr(i, static_cast<std::size_t>(n));
+                i += static_cast<std::size_t>(n);
+                if (i >= text->size() || (*text)[i] != '=') throw bad("expected '=' after a key");
+                ++i;
+            } else {
+                key = static_cast<Key>(number('='));
+            }
+            const auto value = number('\n');
+            if (value < INT32_MIN || value > INT32_MAX) throw bad("a value out of the int32 range");
+            table->emplace(std::move(key), static_cast<std::int32_t>(value));
+        }
+        return [this, table] { table_.swap(*table); };
+    }
 
     struct Backprop {
         std::array<std::size_t, detail::remap_input<In>::rank ? detail::remap_input<In>::rank : 1> shape{};

@@ -101,7 +101,7 @@ public:
 
     explicit WithGetitem(L layer) : Base("with_getitem", {}, {}), layer_(std::move(layer)) {
         this->name_ = "with_getitem(" + layer_.name() + ")";
-        this->set_attr("idx", static_cast<std::int64_t>(I));
+        this->set_fixed_attr("idx", static_cast<std::int64_t>(I));
         if (layer_.is_initialized()) this->mark_initialized();
     }
 
