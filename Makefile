@@ -14,7 +14,7 @@ BENCH_ANCHORS := bench/libtorch_bench bench/dlib_bench
 FUZZ_DEPS := clang libclang-rt-14-dev
 FUZZ_RUNS ?= 1000000
 
-.PHONY: all deps bench-deps build test test-tsan fuzz demo bench bench-compile clean
+.PHONY: all deps bench-deps build test test-tsan fuzz demo demo-serve bench bench-compile clean
 
 all: build
 
@@ -68,6 +68,15 @@ fuzz:
 
 demo: build
 	$(BUILD)/examples/mnist_mlp 2
+
+# Model files (docs/serialization.md): train a word-language identifier on Debian's word
+# lists and save it, then a minimal service loads the file and answers lines from stdin.
+DEMO_SERVE_DEPS := wamerican wngerman wfrench wspanish
+demo-serve: build
+	@./tools/install-deps $(DEMO_SERVE_DEPS)
+	$(BUILD)/examples/langid_train $(BUILD)/langid.tenon 3
+	printf '%s\n' "the quick brown fox jumps over the lazy dog" "der schnelle braune Fuchs springt über den Hund" \
+	  "el rápido zorro marrón salta sobre el perro" | $(BUILD)/examples/langid_serve $(BUILD)/langid.tenon
 
 # A build dir configured before LibTorch / dlib were installed lacks their targets: look again;
 # an anchor whose library is still missing is left out (run.py then skips it).
