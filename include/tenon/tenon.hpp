@@ -60,3 +60,4 @@
 #include "tenon/transfers/with_debug.hpp"
 #include "tenon/backend/cpu/gemm.hpp"
 #include "tenon/lower/lower.hpp"
+#include "tenon/io/serialize.hpp"
