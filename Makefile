@@ -60,7 +60,7 @@ fuzz:
 	  $(FUZZ_DIR)/tests/fuzz/fuzz_model -runs=$(FUZZ_RUNS) -print_final_stats=1 -timeout=20 \
 	  -rss_limit_mb=2048 -malloc_limit_mb=512 -artifact_prefix=tests/fuzz/corpus/ \
 	  $(FUZZ_DIR)/fuzz-work $(FUZZ_DIR)/fuzz-seeds tests/fuzz/corpus >$(FUZZ_DIR)/fuzz.log 2>&1 || rc=$$?; \
-	grep -E '^#[0-9]+ +(INITED|DONE)' $(FUZZ_DIR)/fuzz.log; \
+	grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' $(FUZZ_DIR)/fuzz.log; \
 	[ $$rc -eq 0 ] || tail -n 60 $(FUZZ_DIR)/fuzz.log; \
 	echo "fuzz: $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/fuzz.log) executions in" \
 	  "$$(( $$(date +%s) - start )) s, $$([ $$rc -eq 0 ] && echo 0 || echo 1) crashes" \
