@@ -61,3 +61,4 @@
 #include "tenon/backend/cpu/gemm.hpp"
 #include "tenon/lower/lower.hpp"
 #include "tenon/io/serialize.hpp"
+#include "tenon/io/thinc.hpp"
