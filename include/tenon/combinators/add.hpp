@@ -103,6 +103,14 @@ public:
         requires(sizeof...(Us) == N)
     explicit Add(std::tuple<Us...>&& parts) : P(std::move(parts), static_nO, static_nI) {
         this->name_ = "add";
+        // The output width a layer already knows from its options (where the types leave it
+        // dyn), for the models around this one to read before initialize.
+        if constexpr (static_nO == dyn) {
+            std::size_t nO = dyn;
+            for (std::size_t w : this->children_nO())
+                if (nO == dyn) nO = w;
+            if (nO != dyn) this->set_dim("nO", nO, true);
+        }
     }
     // From an Add whose layers convert to these (a dyn nI made static).
     template <class... Us>

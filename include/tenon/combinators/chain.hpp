@@ -274,6 +274,10 @@ public:
         if (all_initialized) {
             sync_dims();
             this->mark_initialized();
+        } else {
+            // The widths its layers already know from their options (where the types leave
+            // the chain's dyn), for the models around it to read before initialize.
+            sync_dims(static_nI == dyn, static_nO == dyn);
         }
     }
 
@@ -348,7 +352,21 @@ private:
     }();
 
     void init_impl(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y) {
+        const auto nodes = children();
+        // Without a sample, the chain's own widths (given by the model around it, set_dim, or
+        // read from its layers) stand in for it: nI flows from the first layer on as a
+        // sample's width would, nO reaches the last layer that changes the width (as Y would).
         std::size_t width = dyn;
+        if (!X && this->has_dim("nI")) {
+            width = this->get_dim("nI");
+            const Node& first = *nodes[nI_from];
+            if (first.has_dim("nI") && first.get_dim("nI") != width)
+                throw ShapeError(this->name() + ": the chain's input width is " + std::to_string(width) +
+                                     " but its first layer, " + first.name() + ", expects input width " +
+                                     std::to_string(first.get_dim("nI")),
+                                 "tenon-E101");
+        }
+        if (!Y) widths::offer(*nodes[y_from], "nO", widths::known(*this, "nO"));
         if constexpr (homogeneous) {
             // Layer 0 takes In; the others take Out. At most one activation is alive at a time.
             auto& l0 = get<0>(layers_);
@@ -376,12 +394,12 @@ private:
         this->mark_initialized();
     }
     // The chain's nI is its first width-changing layer's nI; its nO the last one's nO.
-    void sync_dims() {
+    void sync_dims(bool nI = true, bool nO = true) {
         const auto nodes = children();
         const Node& first = *nodes[nI_from];
         const Node& last = *nodes[y_from];
-        if (first.has_dim("nI")) this->set_dim("nI", first.get_dim("nI"), true);
-        if (last.has_dim("nO")) this->set_dim("nO", last.get_dim("nO"), true);
+        if (nI && first.has_dim("nI")) this->set_dim("nI", first.get_dim("nI"), true);
+        if (nO && last.has_dim("nO")) this->set_dim("nO", last.get_dim("nO"), true);
     }
 
     // The recursive walk, for chains whose data type changes along the way.

@@ -1,6 +1,9 @@
 // clone(layer, n): n copies of a layer chained, each with its own weights (copies are made
 // before initialisation, so each is initialised separately). n == 0 is the identity, as in
-// Thinc. The layer must map its data type to itself.
+// Thinc. The layer must map its data type to itself. Like a chain, a clone has dims nI (its
+// first copy's) and nO (its last copy's); without a sample, initialize() hands the clone's
+// nI to the first copy, each copy's nO to the next copy as its nI, and the clone's nO to the
+// last copy (as a sample Y would), so the widths flow as they do with data.
 #pragma once
 #include <optional>
 #include <string>
@@ -40,10 +43,11 @@ public:
     static constexpr std::size_t static_nO = widths::static_nO<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
 
-    Clone(const L& layer, std::size_t n) : Base("clone", {}, {}) {
+    Clone(const L& layer, std::size_t n) : Base("clone", {{"nO", static_nO}, {"nI", static_nI}}, {}) {
         copies_.reserve(n);
         for (std::size_t i = 0; i < n; ++i) copies_.push_back(layer);
         this->name_ = n ? "clone(" + layer.name() + " x" + std::to_string(n) + ")" : "noop";
+        sync_dims();  // widths the layer already knows (its options), for the models around it
         // n == 0 is the identity; copies of an initialised layer are ready to use as they are.
         if (n == 0 || layer.is_initialized()) this->mark_initialized();
     }
@@ -88,8 +92,21 @@ public:
 private:
     void init_impl(const std::remove_reference_t<InView>* X, const std::remove_reference_t<OutView>* Y) {
         std::optional<Out> cur;
+        // The width reaching copy i: the clone's nI, then copy i - 1's nO.
+        std::size_t width = widths::known(*this, "nI");
         for (std::size_t i = 0; i < copies_.size(); ++i) {
             const bool last = i + 1 == copies_.size();
+            L& c = copies_[i];
+            if (i > 0 && width != dyn && c.has_dim("nI") && c.get_dim("nI") != width)
+                throw ShapeError(this->name() + ": copy " + std::to_string(i) + " (" + c.name() +
+                                     ") expects input width " + std::to_string(c.get_dim("nI")) + " but copy " +
+                                     std::to_string(i - 1) + " produces " + std::to_string(width) +
+                                     " (the copies are chained, so the layer's nO must be its nI)",
+                                 "tenon-E016");
+            // Without a sample, the widths the clone knows, as chain hands them on; the clone's
+            // nO reaches the last copy only (where Y would go).
+            if (!cur && !X) widths::offer(c, "nI", width);
+            if (last && !Y) widths::offer(c, "nO", widths::known(*this, "nO"));
             if (cur) {
                 const InView v = *cur;
                 copies_[i].initialize_from(&v, last ? Y : nullptr);
@@ -98,8 +115,17 @@ private:
                 copies_[i].initialize_from(X, last ? Y : nullptr);
                 if (X && !last) cur = copies_[i].predict(*X);
             }
+            if (c.has_dim("nO")) width = c.get_dim("nO");
+            else if (!widths::width_preserving<L>) width = dyn;
         }
+        sync_dims();
         this->mark_initialized();
+    }
+    // The clone's nI is its first copy's, its nO its last copy's (where they know them).
+    void sync_dims() {
+        if (copies_.empty()) return;
+        if (copies_.front().has_dim("nI")) this->set_dim("nI", copies_.front().get_dim("nI"), true);
+        if (copies_.back().has_dim("nO")) this->set_dim("nO", copies_.back().get_dim("nO"), true);
     }
     Out predict_impl(InView X) const {
         if (copies_.empty()) return Out(X);

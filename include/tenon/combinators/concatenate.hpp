@@ -91,7 +91,7 @@ public:
         requires(sizeof...(Us) == N)
     explicit Concatenate(std::tuple<Us...>&& parts) : P(std::move(parts), static_nO, static_nI) {
         for (const Node* n : this->child_nodes()) this->name_ += (this->name_.empty() ? "" : "|") + n->name();
-        if (this->is_initialized()) sync_nO();
+        sync_nO();  // where every layer knows its nO (its type or options)
     }
     template <class... Us>
         requires(!std::is_same_v<Concatenate<Us...>, Concatenate>)

@@ -61,10 +61,10 @@ public:
     explicit Residual(L layer)
         : Base("residual(" + layer.name() + ")", {{"nO", static_nO}, {"nI", static_nI}}, {}),
           layer_(std::move(layer)) {
-        if (layer_.is_initialized()) {
-            sync_dims();
-            this->mark_initialized();
-        }
+        // The width the layer already knows (from its options, where the type leaves it dyn),
+        // for the models around this one to read before initialize.
+        if (static_nI == dyn || layer_.is_initialized()) sync_dims();
+        if (layer_.is_initialized()) this->mark_initialized();
     }
     template <class U>
         requires(!std::is_same_v<U, L>)
@@ -93,8 +93,12 @@ public:
 
 private:
     void init_impl(const std::remove_reference_t<InView>* X, const std::remove_reference_t<OutView>* Y) {
+        // The one width: the sample's, else this node's (given by the model around it), else
+        // the layer's nI or nO (from its type or options), so that initialize() without a
+        // sample reaches the layer wherever the types fix the width.
         std::size_t n = detail::sample_width(X);
         if (n == dyn && this->has_dim("nI")) n = this->get_dim("nI");
+        if (n == dyn && this->has_dim("nO")) n = this->get_dim("nO");
         if (n == dyn && layer_.has_dim("nI")) n = layer_.get_dim("nI");
         if (n == dyn && layer_.has_dim("nO")) n = layer_.get_dim("nO");
         // The width is known: the layer's nI and nO are both it.

@@ -157,6 +157,16 @@ private:
                                  "tenon-E192");
             this->resolve_dim(1, nO / nF());
         }
+        // Without a sample, a width given to this layer (by the model around it, or set_dim)
+        // gives the other: nO = (2 * window_size + 1) * nI.
+        if (!this->has_dim("nI") && this->has_dim("nO")) {
+            const std::size_t nO = this->get_dim("nO");
+            if (nO % nF())
+                throw ShapeError("expand_window: initialize: nO = " + std::to_string(nO) +
+                                     " is not a multiple of 2 * window_size + 1 = " + std::to_string(nF()),
+                                 "tenon-E192");
+            this->resolve_dim(1, nO / nF());
+        }
         if (this->has_dim("nI")) this->resolve_dim(0, nF() * this->get_dim("nI"));
         this->mark_initialized();
     }

@@ -5,12 +5,16 @@
 //                            (Dropout, noop, sigmoid_activation)
 //   with_nI<W>               the same layer with a static nI (chain's width propagation)
 //   nO_is_nI                 true when the output width is the input width (LayerNorm)
+// and, at run time, how a combinator hands a width it knows to a child that does not
+// (offer, known): how initialize() without sample data reaches every layer whose widths
+// the types (or the options) fix.
 #pragma once
 #include <array>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
 
+#include "tenon/model/node.hpp"
 #include "tenon/types/array.hpp"
 
 namespace tenon::widths {
@@ -107,5 +111,22 @@ struct flow {
         return r;
     }();
 };
+
+// ---- run time ---------------------------------------------------------------------------
+// A node's dim, or dyn where it is unknown or not declared.
+inline std::size_t known(const Node& n, const char* dim) {
+    return n.has_dim(dim) ? n.get_dim(dim) : dyn;
+}
+// Whether a node declares a dim (known or not).
+inline bool declares(const Node& n, const char* dim) {
+    for (const auto& d : n.dim_names())
+        if (d == dim) return true;
+    return false;
+}
+// Gives a node a dim it declares but does not know yet (a width its parent knows); a known
+// dim is left as it is (a contradiction is the node's own check to make, with its name).
+inline void offer(Node& n, const char* dim, std::size_t v) {
+    if (v != dyn && !n.has_dim(dim) && declares(n, dim)) n.set_dim(dim, v);
+}
 
 }  // namespace tenon::widths

@@ -150,6 +150,7 @@ public:
     explicit WithArray(L layer, std::size_t pad = 0)
         : Base(Two ? "with_array2d" : "with_array", std::move(layer)), pad_(pad) {
         this->set_fixed_attr("pad", static_cast<std::int64_t>(pad));
+        this->sync_dims();  // the layer's widths (options), for the models around this one
     }
     template <class L2>
         requires(!std::is_same_v<L2, L>)
@@ -200,6 +201,9 @@ private:
         }
         if (X) x = detail::xfer::inner_array<A>(*X, pad_, who);
         if (Y) y = detail::xfer::inner_array<B>(*Y, pad_, who);
+        // Without a sample Y, a width given to this model as nO (by the model around it) reaches
+        // the layer, as Y would.
+        if (!Y) widths::offer(this->layer(), "nO", widths::known(*this, "nO"));
         this->init_child(x ? &*x : nullptr, y ? &*y : nullptr);
     }
 

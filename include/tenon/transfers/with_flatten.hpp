@@ -58,7 +58,9 @@ public:
     using typename LayerBase::Out;
     using typename LayerBase::OutView;
 
-    explicit WithFlatten(L layer) : Base("with_flatten", std::move(layer)) {}
+    explicit WithFlatten(L layer) : Base("with_flatten", std::move(layer)) {
+        this->sync_dims();  // the layer's widths (options), for the models around this one
+    }
 
     struct Backprop {
         typename L::Backprop inner;
@@ -89,6 +91,9 @@ private:
         std::optional<LO> y;
         if (X) x = detail::xfer::concat_lists(*X);
         if (Y) y = detail::xfer::concat_lists(*Y);
+        // Without a sample Y, a width given to this model as nO (by the model around it) reaches
+        // the layer, as Y would.
+        if (!y || y->empty()) widths::offer(this->layer(), "nO", widths::known(*this, "nO"));
         this->init_child(x && !x->empty() ? &*x : nullptr, y && !y->empty() ? &*y : nullptr);
     }
     template <class Self>

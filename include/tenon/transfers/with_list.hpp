@@ -91,7 +91,9 @@ public:
     using typename LayerBase::Out;
     using typename LayerBase::OutView;
 
-    explicit WithList(L layer) : Base("with_list", std::move(layer)) {}
+    explicit WithList(L layer) : Base("with_list", std::move(layer)) {
+        this->sync_dims();  // the layer's widths (options), for the models around this one
+    }
 
     struct Backprop {
         typename L::Backprop inner;
@@ -115,6 +117,9 @@ public:
 
 private:
     void init_impl(detail::xfer::sample_ptr<In> X, detail::xfer::sample_ptr<Out> Y) {
+        // Without a sample Y, a width given to this model as nO (by the model around it) reaches
+        // the layer, as Y would.
+        if (!Y) widths::offer(this->layer(), "nO", widths::known(*this, "nO"));
         if constexpr (mode == M::direct) {
             this->init_child(X, Y);
         } else {

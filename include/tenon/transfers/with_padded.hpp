@@ -117,7 +117,9 @@ public:
     using typename LayerBase::Out;
     using typename LayerBase::OutView;
 
-    explicit WithPadded(L layer) : Base("with_padded", std::move(layer)) {}
+    explicit WithPadded(L layer) : Base("with_padded", std::move(layer)) {
+        this->sync_dims();  // the layer's widths (options), for the models around this one
+    }
 
     struct Backprop {
         typename L::Backprop inner;
@@ -157,6 +159,9 @@ private:
         }
         if (X) x = detail::xfer::padded_of<LI>(*X);
         if (Y) y = detail::xfer::padded_of<LO>(*Y);
+        // Without a sample Y, a width given to this model as nO (by the model around it) reaches
+        // the layer, as Y would.
+        if (!Y) widths::offer(this->layer(), "nO", widths::known(*this, "nO"));
         this->init_child(x ? &*x : nullptr, y ? &*y : nullptr);
     }
 

@@ -90,7 +90,9 @@ public:
     using typename LayerBase::Out;
     using typename LayerBase::OutView;
 
-    explicit WithRagged(L layer) : Base("with_ragged", std::move(layer)) {}
+    explicit WithRagged(L layer) : Base("with_ragged", std::move(layer)) {
+        this->sync_dims();  // the layer's widths (options), for the models around this one
+    }
 
     struct Backprop {
         typename L::Backprop inner;
@@ -118,6 +120,12 @@ private:
     void init_impl(detail::xfer::sample_ptr<In> X, detail::xfer::sample_ptr<Out> Y) {
         std::optional<LI> x;
         std::optional<LO> y;
+        if constexpr (mode == M::list) {
+            if (Y && Y->empty()) Y = nullptr;  // (as below: an empty list says nothing)
+        }
+        // Without a sample Y, a width given to this model as nO (by the model around it) reaches
+        // the layer, as Y would.
+        if (!Y) widths::offer(this->layer(), "nO", widths::known(*this, "nO"));
         if constexpr (mode == M::direct) {
             this->init_child(X, Y);
             return;

@@ -109,6 +109,11 @@ private:
 
     template <class XP, class YP>
     void init_impl(XP X, YP Y) {
+        // Without a sample Y, a width given to this model as nO (by the model around it) reaches
+        // the layer, as Y would.
+        bool no_y = true;
+        if constexpr (!std::is_null_pointer_v<YP>) no_y = !Y;
+        if (no_y) widths::offer(layer_, "nO", widths::known(*this, "nO"));
         // A width given to this model (chain's propagation) reaches the layer.
         if (this->has_dim("nI") && !layer_.has_dim("nI")) {
             const auto names = layer_.dim_names();

@@ -93,16 +93,10 @@ inline constexpr std::size_t common_static_nI = [] {
     return common_width(w, sizeof...(Ls));
 }();
 
-// Whether a node declares a dim (known or not).
-inline bool declares_dim(const Node& n, const char* dim) {
-    for (const auto& d : n.dim_names())
-        if (d == dim) return true;
-    return false;
-}
-// Gives a child a dim it declares but does not know yet (a width its parent knows).
-inline void offer_dim(Node& n, const char* dim, std::size_t v) {
-    if (v != dyn && declares_dim(n, dim) && !n.has_dim(dim)) n.set_dim(dim, v);
-}
+// Whether a node declares a dim (known or not); gives a child a dim it declares but does not
+// know yet (a width its parent knows). (widths::declares, widths::offer.)
+inline bool declares_dim(const Node& n, const char* dim) { return widths::declares(n, dim); }
+inline void offer_dim(Node& n, const char* dim, std::size_t v) { widths::offer(n, dim, v); }
 
 // The width of an input sample (dyn where there is none to read).
 template <class V>
@@ -149,11 +143,11 @@ protected:
         bool all_initialized = true;
         std::apply([&](auto&... c) { ((all_initialized = all_initialized && c.is_initialized()), ...); },
                    children_);
-        // Initialised children (trained ones) make a ready model, as in chain.
-        if (all_initialized) {
-            sync_nI();
-            this->mark_initialized();
-        }
+        // Initialised children (trained ones) make a ready model, as in chain. Otherwise the
+        // input width the children already know from their options (where the types leave
+        // it dyn), for the models around this one to read before initialize.
+        if (all_initialized || static_nI == dyn) sync_nI();
+        if (all_initialized) this->mark_initialized();
     }
 
     // Resolves the input width (from X, or this node's nI) and gives it to the children,
