@@ -545,3 +545,31 @@ TEST_CASE("attributes a layer fixed when it was made must match; remap_ids' tabl
         CHECK(fresh.layer<0>().table() == m.layer<0>().table());
     }
 }
+
+TEST_CASE("round trip: sequence wrappers, transfers, reductions, bidirectional, siamese, uniqued", "[serialize]") {
+    auto seqs = [](std::uint64_t seed) {
+        std::vector<Floats2d> xs;
+        for (std::size_t i = 0; i < 4; ++i) xs.push_back(random_array(1 + (i * 3 + seed) % 5, 6, seed * 10 + i));
+        return List<Floats2d>(std::move(xs));
+    };
+    const List<Floats2d> S = seqs(1), T = seqs(2);
+    check_round_trip([] { return with_padded<List<Floats2d>>(with_array<Padded>(Relu<6>({.dropout = 0.1}))); }, S, T);
+    check_round_trip([] { return list2padded() >> with_ragged<Padded>(with_array<Ragged>(Linear<3>())) >> padded2list(); },
+                     S, T);
+    check_round_trip([] { return list2ragged() >> with_list<Ragged>(with_array<List<Floats2d>>(Relu<5>())) >> reduce_max(); },
+                     S, T);
+    check_round_trip([] { return list2ragged() >> reduce_sum() >> Relu<2>(); }, S, T);
+    check_round_trip([] { return list2ragged() >> reduce_first() >> Relu<2>(); }, S, T);
+    check_round_trip([] { return list2ragged() >> reduce_last() >> Relu<2>(); }, S, T);
+    check_round_trip([] { return list2array() >> with_debug(Maxout<3>({.nP = 2})); }, S, T);
+    check_round_trip([] { return list2padded() >> bidirectional(with_array<Padded>(Relu<4>())) >> padded2list(); }, S, T);
+
+    const auto P1 = std::pair<Floats2d, Floats2d>(random_array(5, 3, 30), random_array(5, 3, 31));
+    const auto P2 = std::pair<Floats2d, Floats2d>(random_array(4, 3, 32), random_array(4, 3, 33));
+    check_round_trip([] { return siamese(Relu<4>(), CauchySimilarity<4>()); }, P1, P2);
+
+    Ints2d ids({6, 1}), ids2({3, 1});
+    for (std::size_t i = 0; i < 6; ++i) ids[i] = static_cast<int>((i % 3) * 1009);
+    for (std::size_t i = 0; i < 3; ++i) ids2[i] = static_cast<int>(i * 31);
+    check_round_trip([] { return uniqued(HashEmbed<8>(100)) >> Softmax<2>(); }, ids, ids2);
+}
