@@ -78,7 +78,6 @@ public:
         return false;
     }
 
-
     struct Backprop {
         std::vector<typename L::Backprop> bps;
         In operator()(OutView dY) const {
