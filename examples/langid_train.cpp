@@ -62,11 +62,7 @@ int main(int argc, char** argv) {
         const std::vector<Doc> train = make_docs(lists, 4000, rng), dev = make_docs(lists, 500, rng);
 
         langid::Model model = langid::make_model();
-        {
-            std::vector<std::size_t> first(8);
-            std::iota(first.begin(), first.end(), 0);
-            model.initialize(batch_of(train, first, 0, 8));  // a sample of the data, as in Thinc
-        }
+        model.initialize();  // every width is in the type: no sample data needed
         Optimizer opt = Adam(0.001);
         CategoricalCrossentropy loss;
         std::vector<std::size_t> order(train.size()), dev_order(dev.size());
