@@ -149,8 +149,8 @@ Node::Param& Node::require_param(std::string_view n) {
 
 void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
     auto& p = params_[i];
-    std::size_t n = 1;
-    for (auto s : shape) n *= s;
+    // tenon-E240 when the shape's size overflows (a wrapped product would give a short buffer)
+    const std::size_t n = detail::checked_bytes(shape.data(), shape.size(), sizeof(float)) / sizeof(float);
     p.shape = std::move(shape);
     p.value = Floats1d({n});
     p.grad = Floats1d({n});

@@ -17,6 +17,21 @@
 #include "tenon/error.hpp"
 #include "tenon/model/diagnostics.hpp"
 
+// TENON_ASAN: 1 when compiled with AddressSanitizer (g++ or clang++), else 0. Array memory
+// then bypasses tenon's block cache (src/alloc.cpp), so ASan sees every use after free.
+#ifndef TENON_ASAN
+#if defined(__SANITIZE_ADDRESS__)
+#define TENON_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENON_ASAN 1
+#endif
+#endif
+#endif
+#ifndef TENON_ASAN
+#define TENON_ASAN 0
+#endif
+
 namespace tenon {
 
 // An extent not known at compile time.
@@ -135,8 +150,18 @@ namespace detail {
 // 64-byte aligned blocks for array data (src/alloc.cpp). Large blocks freed by a thread are
 // kept for its next allocation of the same size: a training step allocates the same sizes
 // every time, and without the cache each large block is a fresh mmap with page faults.
+// array_alloc throws std::bad_alloc when the system has no memory (Array turns it into
+// tenon-E241, with the shape).
 void* array_alloc(std::size_t bytes);
 void array_free(void* p, std::size_t bytes) noexcept;
+// The bytes of an array of `rank` extents of `elem_size`-byte elements; tenon-E240 when the
+// product overflows or exceeds PTRDIFF_MAX (an allocation of that size cannot exist).
+std::size_t checked_bytes(const std::size_t* shape, std::size_t rank, std::size_t elem_size);
+[[noreturn]] void throw_alloc_failed(std::size_t bytes, const std::string& shape);  // tenon-E241
+// The block cache: on by default, off under AddressSanitizer; TENON_ARRAY_CACHE=0 or 1 in the
+// environment decides at the first allocation; set_array_cache changes it for the process.
+void set_array_cache(bool on) noexcept;
+bool array_cache_enabled() noexcept;
 
 struct ArrayDelete {
     std::size_t bytes = 0;
@@ -225,8 +250,19 @@ public:
     // arrays reused across calls of the same batch size stop allocating.
     void resize(const shape_type& shape, uninitialized_t) {
         detail::check_extents<Ext...>(shape);
-        shape_ = shape;
-        if (size() > capacity_) allocate(false);
+        (void)detail::checked_bytes(shape.data(), rank, sizeof(T));  // tenon-E240 before any change
+        if (size_of(shape) > capacity_) {
+            const shape_type old = shape_;
+            shape_ = shape;
+            try {
+                allocate(false);
+            } catch (...) {
+                shape_ = old;  // the array as it was (allocate changes nothing else when it throws)
+                throw;
+            }
+        } else {
+            shape_ = shape;
+        }
     }
     void resize(const shape_type& shape) {
         resize(shape, uninitialized);
@@ -304,12 +340,27 @@ public:
     }
 
 private:
+    static std::size_t size_of(const shape_type& shape) noexcept {
+        std::size_t n = 1;
+        for (auto s : shape) n *= s;
+        return n;
+    }
+    // A buffer for shape_: tenon-E240 when its size overflows, tenon-E241 when the system has
+    // no memory for it (the array is then unchanged).
     void allocate(bool zero) {
-        const std::size_t n = size();
+        const std::size_t bytes = detail::checked_bytes(shape_.data(), rank, sizeof(T));
+        const std::size_t n = bytes / sizeof(T);
+        T* p = nullptr;
+        if (n) {
+            try {
+                p = static_cast<T*>(detail::array_alloc(bytes));
+            } catch (const std::bad_alloc&) {
+                detail::throw_alloc_failed(bytes, detail::shape_str(shape_));
+            }
+        }
+        data_ = std::unique_ptr<T[], detail::ArrayDelete>(p, detail::ArrayDelete{bytes});
         capacity_ = n;
-        data_ = std::unique_ptr<T[], detail::ArrayDelete>(
-            n ? static_cast<T*>(detail::array_alloc(n * sizeof(T))) : nullptr, detail::ArrayDelete{n * sizeof(T)});
-        if (zero && n) std::memset(data_.get(), 0, n * sizeof(T));
+        if (zero && n) std::memset(data_.get(), 0, bytes);
     }
 
     std::unique_ptr<T[], detail::ArrayDelete> data_;
