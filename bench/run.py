@@ -52,7 +52,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from anchor_common import ALL_FIGURES, BOUND_FIGURES, BOUND_OF, make_log  # noqa: E402  (standard library only)
 
-FIGURES = ALL_FIGURES + BOUND_FIGURES
+# tenon's own figures: the same as train_epoch_b128 / predict10k_b128 with the input check for
+# NaN and inf off (set_check_finite_inputs(false), docs/reliability.md), measured in the same
+# run; the table ends with the check's cost.
+TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck"]
+CHECKED_OF = {"train_epoch_b128_nocheck": "train_epoch_b128", "predict10k_b128_nocheck": "predict10k_b128"}
+FIGURES = ALL_FIGURES + TENON_ONLY_FIGURES + BOUND_FIGURES
 HIGHER_IS_BETTER = {"accuracy_1epoch"}
 DEFAULT_SYSTEMS = ["tenon", "tenon-1t", "thinc", "pytorch", "pytorch-mt", "thinc-mt", "libtorch", "libtorch-mt", "dlib", "bound"]
 KNOWN_SYSTEMS = ["tenon", "tenon-1t", "thinc", "thinc-mt", "pytorch", "pytorch-mt", "libtorch", "libtorch-mt",
@@ -165,6 +170,8 @@ class System:
             return []
         if self.name == "bound":
             return [f for f in wanted if f in BOUND_FIGURES or f in BOUND_OF.values()]
+        if self.name.startswith("tenon"):
+            return [f for f in wanted if f in ALL_FIGURES or f in TENON_ONLY_FIGURES]
         return [f for f in wanted if f in ALL_FIGURES]
 
 
@@ -373,7 +380,26 @@ def print_table(medians, systems, out=sys.stdout):
         print("(ratio = anchor / tenon: how many times faster tenon is; lower is better for all timings)",
               file=out)
     print_bound(medians, systems, out)
+    print_check_cost(medians, sys_names, out)
     out.flush()
+
+
+def print_check_cost(medians, sys_names, out=sys.stdout):
+    """The input check's cost (NaN/inf, on by default): checked time / unchecked time - 1."""
+    lines = []
+    for s in sys_names:
+        parts = []
+        for off, on in CHECKED_OF.items():
+            a, b = medians.get((on, s)), medians.get((off, s))
+            if a and b and b["value"] > 0:
+                parts.append(f"{on} {100.0 * (a['value'] / b['value'] - 1.0):+.2f}% "
+                             f"({fmt_value(a['value'], a['unit'])} vs {fmt_value(b['value'], b['unit'])} unchecked)")
+        if parts:
+            lines.append(f"  {s}: " + ", ".join(parts))
+    if lines:
+        print("\ninput check for NaN/inf (set_check_finite_inputs), cost = checked / unchecked - 1:", file=out)
+        for line in lines:
+            print(line, file=out)
 
 
 def main(argv=None):

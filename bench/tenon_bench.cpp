@@ -72,9 +72,17 @@ int main(int argc, char** argv) {
         const Floats2d Y_train = to_categorical(data.y_train, 10);
         std::fprintf(stderr, "tenon_bench: GEMM kernel %s, %zu thread(s)\n", cpu::gemm_target(), num_threads());
 
-        for (std::size_t batch : {std::size_t{128}, std::size_t{32}}) {
-            const std::string fig = "train_epoch_b" + std::to_string(batch);
+        // *_nocheck: the same figure with the input check for NaN/inf off
+        // (set_check_finite_inputs(false), docs/reliability.md), in the same run.
+        struct TrainRun {
+            std::size_t batch;
+            bool check;
+        };
+        for (const TrainRun run : {TrainRun{128, true}, TrainRun{128, false}, TrainRun{32, true}}) {
+            const std::size_t batch = run.batch;
+            const std::string fig = "train_epoch_b" + std::to_string(batch) + (run.check ? "" : "_nocheck");
             if (!want(fig)) continue;
+            set_check_finite_inputs(run.check);
             auto model = make_model();
             model.initialize(data.X_train, Y_train);
             auto plan = lower(model);  // fused stages over one workspace (docs/lowering.md)
@@ -93,7 +101,7 @@ int main(int argc, char** argv) {
             const double secs = seconds_since(t0);
             emit(fig, secs * double(batches.size()) / double(std::max<std::size_t>(n_batches, 1)), "s");
             // Test accuracy after one full epoch at batch 128, like the anchors.
-            if (batch == 128 && fraction >= 1.0 && want("accuracy_1epoch")) {
+            if (batch == 128 && run.check && fraction >= 1.0 && want("accuracy_1epoch")) {
                 const Floats2d P = plan.predict(data.X_test);
                 std::size_t right = 0;
                 for (std::size_t i = 0; i < P.shape(0); ++i) {
@@ -108,9 +116,16 @@ int main(int argc, char** argv) {
         auto model = make_model();
         model.initialize(data.X_train, Y_train);
         const auto plan = lower(model);
-        for (std::size_t batch : {std::size_t{128}, std::size_t{1024}}) {
-            const std::string fig = "predict10k_b" + std::to_string(batch);
+        set_check_finite_inputs(true);
+        struct PredictRun {
+            std::size_t batch;
+            bool check;
+        };
+        for (const PredictRun run : {PredictRun{128, true}, PredictRun{128, false}, PredictRun{1024, true}}) {
+            const std::size_t batch = run.batch;
+            const std::string fig = "predict10k_b" + std::to_string(batch) + (run.check ? "" : "_nocheck");
             if (!want(fig)) continue;
+            set_check_finite_inputs(run.check);
             double best = 1e30;
             for (int rep = 0; rep < 3; ++rep) {
                 const auto t0 = Clock::now();
@@ -123,6 +138,7 @@ int main(int argc, char** argv) {
             emit(fig, best, "s");
         }
 
+        set_check_finite_inputs(true);
         if (want("latency_b1_p50") || want("latency_b1_p99")) {
             Floats2d x({1, 784}, uninitialized);
             std::vector<double> us;

@@ -73,17 +73,24 @@ int main(int argc, char** argv) {
             const auto t0 = std::chrono::steady_clock::now();
             for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
             double total_loss = 0;
+            bool warned = false;  // the loss stopped being finite (said once an epoch)
             for (std::size_t b = 0; b < order.size(); b += batch) {
                 const std::size_t e = std::min(order.size(), b + batch);
                 Floats2d Y({e - b, n_lang});
                 for (std::size_t i = b; i < e; ++i) Y(i - b, train[order[i]].label) = 1.0f;
                 auto [P, backprop] = model.begin_update(batch_of(train, order, b, e));
+                double batch_loss = 0;
                 for (std::size_t i = 0; i < P.size(); ++i)
-                    total_loss -= Y[i] > 0 ? std::log(std::max(P[i], 1e-12f)) : 0.0;
+                    batch_loss -= Y[i] > 0 ? std::log(std::max(P[i], 1e-12f)) : 0.0;
+                total_loss += batch_loss;
+                if (!std::isfinite(batch_loss) && !warned) {  // before the optimizer refuses the step (tenon-E250)
+                    warned = true;
+                    std::fprintf(stderr, "warning: epoch %d, batch %zu: the loss is not finite (%g)\n", epoch,
+                                 b / batch + 1, batch_loss);
+                }
                 backprop(loss.get_grad(P, Y));
                 model.finish_update(opt);
             }
-            if (!std::isfinite(total_loss)) std::fprintf(stderr, "warning: the loss is not finite (%g)\n", total_loss);
             std::size_t correct = 0;
             for (std::size_t b = 0; b < dev.size(); b += 256) {
                 const std::size_t e = std::min(dev.size(), b + 256);

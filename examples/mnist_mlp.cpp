@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
         Optimizer opt = Adam(0.001);
         CategoricalCrossentropy loss;
         const bool tty = isatty(fileno(stderr));
+        bool warned = false;  // the loss stopped being finite (said once)
 
         std::printf("tenon %s: 784-512-512-10 MLP on Fashion-MNIST (%zu train, %zu test), GEMM kernel %s\n",
                     model.name().c_str(), data.X_train.shape(0), data.X_test.shape(0), cpu::gemm_target());
@@ -48,7 +50,13 @@ int main(int argc, char** argv) {
             const std::size_t total = batches.size();
             for (auto [X, Y] : batches) {
                 auto [Yh, backprop] = model.begin_update(X);
-                backprop(loss.get_grad(Yh, Y));
+                auto [dY, batch_loss] = loss(Yh, Y);
+                if (!std::isfinite(batch_loss) && !warned) {  // before the optimizer refuses the step (tenon-E250)
+                    warned = true;
+                    std::fprintf(stderr, "%swarning: epoch %d, batch %zu: the loss is not finite (%g)\n", tty ? "\n" : "",
+                                 epoch, done + 1, batch_loss);
+                }
+                backprop(dY);
                 model.finish_update(opt);
                 ++done;
                 if (tty && (done % 47 == 0 || done == total))  // a bar that redraws itself

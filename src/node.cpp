@@ -352,20 +352,54 @@ std::string Node::describe() const {
 #include "tenon/optim/optimizer.hpp"
 
 namespace tenon {
+// Two walks over the same parameters in the same order (Optimizer::check_gradient): the
+// first checks every gradient (the clipping norm's pass) and changes nothing, so that a step
+// refused for a NaN or inf (tenon-E250) leaves every parameter, moment and gradient as it was;
+// a step skipped (NonFinite::skip) only zeroes the gradients.
 void Node::apply_optimizer(Optimizer& optimizer) {
+    optimizer.begin_step();
+    for (auto& p : params_)
+        if (p.allocated) optimizer.check_gradient(*this, *this, p.name, p.grad.view(), p.grad_lazy_zero);
+    const bool apply = optimizer.commit_step();
     for (auto& p : params_) {
         if (!p.allocated) continue;
-        settle_grad(p);  // a gradient no backprop touched since the last step is zero
-        // The optimizer leaves the gradient's memory as it is; it is zero from now on.
-        optimizer.update(id_, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+        if (apply) {
+            settle_grad(p);  // a gradient no backprop touched since the last step is zero
+            // The optimizer leaves the gradient's memory as it is; it is zero from now on.
+            optimizer.apply_checked(id_, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+        }
         p.grad_lazy_zero = true;
     }
 }
-}  // namespace tenon
 
-namespace tenon {
 void Node::apply_optimizer_tree(Optimizer& optimizer) {
-    apply_optimizer(optimizer);
-    for_each_child([&optimizer](Node& c) { c.apply_optimizer_tree(optimizer); });  // fits std::function's buffer
+    // A local class has the member function's access to every Node's parameters. Its
+    // recursion through for_each_child captures one pointer (std::function's buffer: no
+    // allocation).
+    struct Walk {
+        Optimizer& opt;
+        const Node& root;
+        int phase;  // 0: check, 1: apply, 2: zero only (a skipped step)
+        void operator()(Node& n) {
+            for (auto& p : n.params_) {
+                if (!p.allocated) continue;
+                if (phase == 0) {
+                    opt.check_gradient(root, n, p.name, p.grad.view(), p.grad_lazy_zero);
+                    continue;
+                }
+                if (phase == 1) {
+                    settle_grad(p);
+                    opt.apply_checked(n.id_, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+                }
+                p.grad_lazy_zero = true;
+            }
+            n.for_each_child([this](Node& c) { (*this)(c); });
+        }
+    };
+    optimizer.begin_step();
+    Walk walk{optimizer, *this, 0};
+    walk(*this);
+    walk.phase = optimizer.commit_step() ? 1 : 2;
+    walk(*this);
 }
 }  // namespace tenon

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "cpu/kernels.hpp"
 #include "tenon/backend/cpu/threads.hpp"
+#include "tenon/io/state.hpp"
+#include "tenon/model/finite.hpp"
 #include "tenon/model/node.hpp"
 
 namespace tenon {
@@ -45,23 +48,136 @@ double chunked_sum_squares(const float* g, std::size_t n) {
     for (std::size_t c = 0; c < chunks; ++c) s += part[c];
     return s;
 }
+
+// The sum of squares of g and, in `bad`, how many of its values are NaN or inf: one pass on
+// the normal path (the clipping norm's), a second only when the sum is not finite.
+double checked_sum_squares(const float* g, std::size_t n, std::size_t& bad) {
+    bad = 0;
+    if (n == 0) return 0.0;
+    const double s = chunked_sum_squares(g, n);
+    if (std::isfinite(s)) return s;
+    bad = cpu::count_nonfinite(g, n);
+    if (bad != 0) return s;
+    // Finite values too large for the float partial sums (above ~1e19): again in double.
+    double d = 0.0;
+    for (std::size_t i = 0; i < n; ++i) d += double(g[i]) * double(g[i]);
+    return d;
+}
+
+std::string number(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+[[noreturn]] void bad_option(const char* name, double value, const char* rule) {
+    throw Error(std::string("Optimizer: ") + name + " = " + number(value) + " is out of range: " + rule,
+                "tenon-E251");
+}
+
+void validate(const OptimizerOptions& o) {
+    if (!std::isfinite(o.learn_rate) || o.learn_rate < 0.0)
+        bad_option("learn_rate", o.learn_rate, "it must be finite and >= 0");
+    if (!std::isfinite(o.L2) || o.L2 < 0.0) bad_option("L2", o.L2, "it must be finite and >= 0");
+    if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) bad_option("beta1", o.beta1, "it must be in [0, 1)");
+    if (!(o.beta2 >= 0.0 && o.beta2 < 1.0)) bad_option("beta2", o.beta2, "it must be in [0, 1)");
+    if (!std::isfinite(o.eps) || !(o.eps > 0.0)) bad_option("eps", o.eps, "it must be finite and > 0");
+    if (!(o.grad_clip >= 0.0)) bad_option("grad_clip", o.grad_clip, "it must be >= 0 (0: no clipping)");
+    if (o.on_nonfinite != NonFinite::raise && o.on_nonfinite != NonFinite::skip)
+        bad_option("on_nonfinite", static_cast<double>(o.on_nonfinite), "it must be NonFinite::raise or skip");
+}
+
+[[noreturn]] void throw_nonfinite(const std::string& where, std::size_t count, std::size_t others) {
+    std::string msg = where + ": " + std::to_string(count) + " non-finite gradient value" + (count == 1 ? "" : "s") +
+                      " (NaN or inf): the optimizer refused the step and changed no parameter, moment or gradient";
+    if (others)
+        msg += " (" + std::to_string(others) + " other parameter" + (others == 1 ? " has" : "s have") +
+               " non-finite gradients too)";
+    msg += "; a NaN loss, a learning rate too high or non-finite data are the usual causes "
+           "(OptimizerOptions::on_nonfinite = NonFinite::skip skips such steps instead)";
+    throw Error(msg, "tenon-E250");
+}
 }  // namespace
+
+Optimizer::Optimizer(OptimizerOptions o) : opts_(o) { validate(opts_); }
+
+void Optimizer::set_learn_rate(double lr) {
+    if (!std::isfinite(lr) || lr < 0.0) bad_option("learn_rate", lr, "it must be finite and >= 0");
+    opts_.learn_rate = lr;
+}
 
 void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g,
                        bool zero_grad) {
     const std::size_t n = w.size();
     if (n == 0) return;
-    State& s = state_[{node_id, name}];
+    std::size_t bad = 0;
+    const double ssq = checked_sum_squares(g.data(), n, bad);
+    if (bad != 0) {
+        if (opts_.on_nonfinite == NonFinite::raise) throw_nonfinite("parameter " + name, bad, 0);
+        ++skipped_;
+        if (zero_grad) std::fill(g.data(), g.data() + n, 0.0f);
+        return;
+    }
+    step(state_[{node_id, name}], w, g, zero_grad, ssq);
+}
+
+void Optimizer::begin_step() noexcept {
+    sums_.clear();
+    cursor_ = 0;
+    bad_count_ = 0;
+    bad_params_ = 0;
+    bad_where_.clear();
+}
+
+void Optimizer::check_gradient(const Node& root, const Node& node, const std::string& name, Floats1dView g,
+                               bool known_zero) {
+    std::size_t bad = 0;
+    const double ssq = known_zero ? 0.0 : checked_sum_squares(g.data(), g.size(), bad);
+    sums_.push_back(ssq);
+    if (bad == 0) return;
+    if (bad_params_++ == 0) {
+        bad_count_ = bad;
+        bad_where_ = node_path(root, node) + ": parameter " + name;
+    }
+}
+
+bool Optimizer::commit_step() {
+    if (opts_.beta2 > 0.0 && !(opts_.beta1 > 0.0))  // before any parameter changes
+        throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
+                    "tenon-E120");
+    if (bad_params_ == 0) return true;
+    if (opts_.on_nonfinite == NonFinite::raise) throw_nonfinite(bad_where_, bad_count_, bad_params_ - 1);
+    ++skipped_;
+    return false;
+}
+
+void Optimizer::apply_checked(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g,
+                              bool zero_grad) {
+    const double ssq = cursor_ < sums_.size() ? sums_[cursor_++] : -1.0;  // check_gradient's, in the same order
+    if (w.size() == 0) return;
+    step(state_[{node_id, name}], w, g, zero_grad, ssq);
+}
+
+// One step for one parameter whose gradient is finite; ssq: its sum of squares (< 0: not known).
+void Optimizer::step(State& s, Floats1dView w, Floats1dView g, bool zero_grad, double ssq) {
+    const std::size_t n = w.size();
+    if (opts_.beta2 > 0.0 && !(opts_.beta1 > 0.0))
+        throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
+                    "tenon-E120");
     const int t = ++s.nr_update;
     float* W = w.data();
     float* G = g.data();
 
     // L2 as a gradient term (when it is not weight decay) comes before clipping, as in Thinc.
-    if (opts_.L2 != 0.0 && !opts_.L2_is_weight_decay)
+    if (opts_.L2 != 0.0 && !opts_.L2_is_weight_decay) {
         for (std::size_t i = 0; i < n; ++i) G[i] += static_cast<float>(opts_.L2) * W[i];
+        ssq = -1.0;
+    }
     float gscale = 1.0f;
     if (opts_.grad_clip > 0.0) {
-        const double norm = std::sqrt(chunked_sum_squares(G, n));
+        std::size_t bad = 0;
+        if (ssq < 0.0) ssq = checked_sum_squares(G, n, bad);
+        const double norm = std::sqrt(ssq);
         if (norm >= opts_.grad_clip) gscale = static_cast<float>(opts_.grad_clip / norm);
     }
     const auto wd = static_cast<float>(opts_.L2 != 0.0 && opts_.L2_is_weight_decay ? 1.0 - opts_.learn_rate * opts_.L2
@@ -120,6 +236,32 @@ ParamValues averages_of(Node& model, Optimizer& optimizer) {
     return out;
 }
 }  // namespace
+
+std::size_t detail::count_nonfinite(const float* x, std::size_t n) noexcept { return cpu::count_nonfinite(x, n); }
+
+void detail::throw_nonfinite_input(const char* prefix, const std::string& who, const char* call, const char* what, std::size_t count,
+                                   const std::size_t* shape, std::size_t rank, long item, const float* data) {
+    std::size_t size = 1;
+    for (std::size_t d = 0; d < rank; ++d) size *= shape[d];
+    std::size_t first = 0;
+    while (first < size && std::isfinite(data[first])) ++first;
+    std::size_t index[8] = {};
+    for (std::size_t d = rank, rest = first; d-- > 0;) {
+        index[d] = shape[d] ? rest % shape[d] : 0;
+        rest = shape[d] ? rest / shape[d] : 0;
+    }
+    std::string pos = "[";
+    for (std::size_t d = 0; d < rank && d < 8; ++d) pos += (d ? ", " : "") + std::to_string(index[d]);
+    pos += "]";
+    std::string where = "the input";
+    if (*what) where += std::string("'s ") + what;
+    if (item >= 0) where += "'s array " + std::to_string(item);
+    throw Error(prefix + who + ": " + call + ": " + where + " holds " + std::to_string(count) + " non-finite value" +
+                    (count == 1 ? "" : "s") + " (NaN or inf), the first at " + pos + " (" +
+                    (first < size ? number(data[first]) : std::string("?")) +
+                    "); check the data, or turn this check off with set_check_finite_inputs(false)",
+                "tenon-E252");
+}
 
 UseAverages::UseAverages(Node& model, Optimizer& optimizer) : params_(model, averages_of(model, optimizer)) {}
 UseAverages::~UseAverages() = default;

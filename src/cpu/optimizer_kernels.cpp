@@ -2,8 +2,11 @@
 // (target_clones picks at load time). meson builds this file with -O3 -fno-math-errno so
 // that the loops vectorise (sqrt of m2 >= 0 never sets errno): the optimizer touches every
 // weight every step, which at batch 32 costs as much as the matrix products.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "kernels.hpp"
 #include "subnormals.hpp"
@@ -26,6 +29,24 @@ TENON_CLONES double sum_squares(const float* __restrict g, std::size_t n) {
     for (; i < n; ++i) s += double(g[i]) * double(g[i]);
     for (float a : acc) s += a;
     return s;
+}
+
+// NaN and inf are the floats whose exponent bits are all ones: an integer test and an integer
+// sum, which vectorise without reassociating float arithmetic. 32-bit counters per block of
+// 2^16 values (they cannot overflow), added into the size_t total between blocks.
+TENON_CLONES std::size_t count_nonfinite(const float* __restrict x, std::size_t n) {
+    std::size_t total = 0;
+    for (std::size_t b = 0; b < n; b += std::size_t{1} << 16) {
+        const std::size_t e = std::min(n, b + (std::size_t{1} << 16));
+        std::uint32_t c = 0;
+        for (std::size_t i = b; i < e; ++i) {
+            std::uint32_t u;
+            std::memcpy(&u, x + i, sizeof u);
+            c += (u & 0x7f800000u) == 0x7f800000u;
+        }
+        total += c;
+    }
+    return total;
 }
 
 namespace {

@@ -420,6 +420,8 @@ public:
 
     // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
     Floats2d predict(InView X) const {
+        check_finite_input(X, "predict");
+        const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
         Floats2d head;
         std::size_t rows = 0;
         std::size_t first = 0;
@@ -452,6 +454,8 @@ public:
 
     // Training: (Y, backprop). X is read again by backprop (not copied): keep it alive.
     std::pair<Floats2d, Backprop> begin_update(InView X) {
+        check_finite_input(X, "begin_update");
+        const detail::FiniteCheckOff inner;
         Backprop bp;
         bp.plan = this;
         std::size_t first = 0;
@@ -498,6 +502,10 @@ private:
         c.r16 = lowering::PlanData::r16(rows);
         c.train = train;
         return c;
+    }
+    // The model's input check (tenon-E252), as the model's own entry points make it.
+    void check_finite_input(const InView& X, const char* call) const {
+        if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p_.model_name, call, X);
     }
     void check_input(const InView& X) const {
         if constexpr (!head_input) {

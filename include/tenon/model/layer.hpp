@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "tenon/model/diagnostics.hpp"
+#include "tenon/model/finite.hpp"
 #include "tenon/model/node.hpp"
 #include "tenon/optim/optimizer.hpp"
 
@@ -130,9 +131,12 @@ public:
     }
 
     // Inference: const, no dropout, allocates only its result.
+    // The model called (not its layers) refuses an input with NaN or inf: tenon-E252
+    // (tenon/model/finite.hpp; set_check_finite_inputs(false) turns the check off).
     Out predict(InView X) const {
         return entry([&]() -> Out {
             require_initialized();
+            check_input_finite(X, "predict");
             return self().predict_impl(X);
         });
     }
@@ -140,12 +144,14 @@ public:
     auto begin_update(InView X) {
         return entry([&] {
             require_initialized();
+            check_input_finite(X, "begin_update");
             return checked(self().forward_impl(X, true));
         });
     }
     auto operator()(InView X, bool is_train) {
         return entry([&] {
             require_initialized();
+            check_input_finite(X, "begin_update");
             return checked(self().forward_impl(X, is_train));
         });
     }
@@ -215,6 +221,11 @@ private:
             detail::note_entry_error(e, *this);
             throw;
         }
+    }
+
+    // The outermost entry point's input check (the layers inside see what the model computed).
+    void check_input_finite(const InView& X, const char* call) const {
+        if (detail::entry_depth == 1) detail::check_finite_input("", this->name(), call, X);
     }
 
     // forward_impl's (Y, backprop) with the backprop wrapped to check its argument's type.

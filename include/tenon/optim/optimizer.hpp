@@ -2,11 +2,16 @@
 // with Thinc's defaults (Adam: lr 0.001, beta1 0.9, beta2 0.999, eps 1e-8, L2 0 as weight
 // decay, grad_clip 1.0 per parameter array, moving averages of the weights kept).
 // State (moments, averages, step counts) is keyed by (node id, parameter name).
+// Non-finite gradients (docs/reliability.md, "Non-finite numbers"): finish_update checks every
+// gradient of the model before it changes any parameter, in the pass that computes the
+// clipping norms; a NaN or inf refuses the step (tenon-E250) or skips it (NonFinite::skip).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tenon/model/use_params.hpp"
 #include "tenon/types/array.hpp"
@@ -18,6 +23,13 @@ namespace detail {
 struct OptimizerAccess;  // optimizer_to_bytes / from_bytes (src/serialize.cpp)
 }
 
+// What a step does when a gradient holds NaN or inf: raise (tenon-E250, nothing changed) or
+// skip the step, zero the gradients and count it (Optimizer::skipped_steps), as the loss
+// scaling of mixed-precision training does.
+enum class NonFinite { raise, skip };
+
+// Checked when the optimizer is made (tenon-E251): learn_rate finite and >= 0, L2 finite and
+// >= 0, beta1 and beta2 in [0, 1), eps finite and > 0, grad_clip >= 0 (inf: never clips).
 struct OptimizerOptions {
     double learn_rate = 0.001;
     double L2 = 0.0;
@@ -27,23 +39,41 @@ struct OptimizerOptions {
     double grad_clip = 1.0;  // 0 disables clipping
     bool L2_is_weight_decay = true;
     bool use_averages = true;
+    NonFinite on_nonfinite = NonFinite::raise;
 };
 
 class Optimizer {
 public:
-    explicit Optimizer(OptimizerOptions o = {}) : opts_(o) {}
+    // Throws tenon-E251 (naming the option and its value) for options out of range.
+    explicit Optimizer(OptimizerOptions o = {});
 
     // One step for one parameter: clips the gradient, updates the weights and the moving
-    // average, and zeroes the gradient (as Thinc's optimizer). Called by finish_update for
-    // every parameter of a model.
+    // average, and zeroes the gradient (as Thinc's optimizer). A gradient with NaN or inf is
+    // refused (tenon-E250, naming `name`) or skipped (on_nonfinite) before anything changes.
     // zero_grad = false leaves the gradient as it was (Node::apply_optimizer marks it zero
     // instead, which spares the pass a write and the next product a read).
     void update(std::uint64_t node_id, const std::string& name, Floats1dView weights, Floats1dView gradient,
                 bool zero_grad = true);
 
+    // finish_update's step over a whole model (Node::apply_optimizer_tree), in two walks over
+    // the same parameters in the same order: check_gradient for each (the clipping norm and
+    // the finiteness check in one pass; nothing changes), then commit_step, which throws
+    // tenon-E250 for the first parameter with a NaN or inf (named by its path from `root`,
+    // with the count) or, with NonFinite::skip, counts the step and returns false; when it
+    // returns true, apply_checked for each parameter.
+    void begin_step() noexcept;
+    void check_gradient(const Node& root, const Node& node, const std::string& name, Floats1dView gradient,
+                        bool known_zero);
+    bool commit_step();
+    void apply_checked(std::uint64_t node_id, const std::string& name, Floats1dView weights, Floats1dView gradient,
+                       bool zero_grad = true);
+
     double learn_rate() const noexcept { return opts_.learn_rate; }
-    void set_learn_rate(double lr) noexcept { opts_.learn_rate = lr; }
+    // Throws tenon-E251 for a learning rate that is NaN, inf or negative.
+    void set_learn_rate(double lr);
     const OptimizerOptions& options() const noexcept { return opts_; }
+    // Steps skipped for a NaN or inf gradient (NonFinite::skip).
+    std::size_t skipped_steps() const noexcept { return skipped_; }
     // The moving average of a parameter, or nullptr before its first update.
     Floats1d* average(std::uint64_t node_id, const std::string& name);
     // Number of updates applied to a parameter so far.
@@ -54,8 +84,17 @@ private:
         int nr_update = 0;
         Floats1d mom1, mom2, average;
     };
+    void step(State& s, Floats1dView w, Floats1dView g, bool zero_grad, double sum_squares);
+
     OptimizerOptions opts_;
     std::map<std::pair<std::uint64_t, std::string>, State> state_;
+    std::size_t skipped_ = 0;
+    // The step in progress (finish_update): each parameter's sum of squared gradients, in
+    // walk order, and the first parameter with non-finite values (its path, its count).
+    std::vector<double> sums_;
+    std::size_t cursor_ = 0;
+    std::size_t bad_count_ = 0, bad_params_ = 0;
+    std::string bad_where_;
     friend struct detail::OptimizerAccess;
 };
 
