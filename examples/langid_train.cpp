@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
                 for (std::size_t i = 0; i < P.size(); ++i)
                     batch_loss -= Y[i] > 0 ? std::log(std::max(P[i], 1e-12f)) : 0.0;
                 total_loss += batch_loss;
-                if (!std::isfinite(batch_loss) && !warned) {  // before the optimizer refuses the step (tenon-E250)
+                if (!std::isfinite(batch_loss) && !warned) {  // before the loss (tenon-E134) or the optimizer (E250) refuses
                     warned = true;
                     std::fprintf(stderr, "warning: epoch %d, batch %zu: the loss is not finite (%g)\n", epoch,
                                  b / batch + 1, batch_loss);
