@@ -55,7 +55,9 @@ from anchor_common import ALL_FIGURES, BOUND_FIGURES, BOUND_OF, make_log  # noqa
 # tenon's own figures: the same as train_epoch_b128 / predict10k_b128 with the input check for
 # NaN and inf off (set_check_finite_inputs(false), docs/reliability.md), measured in the same
 # run; the table ends with the check's cost.
-TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck"]
+# finite_check_b128: the check alone on one 128-row batch (median us), and its share of a
+# training step at batch 128 (train_epoch_b128 / 469 batches).
+TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck", "finite_check_b128"]
 CHECKED_OF = {"train_epoch_b128_nocheck": "train_epoch_b128", "predict10k_b128_nocheck": "predict10k_b128"}
 FIGURES = ALL_FIGURES + TENON_ONLY_FIGURES + BOUND_FIGURES
 HIGHER_IS_BETTER = {"accuracy_1epoch"}
@@ -394,6 +396,15 @@ def print_check_cost(medians, sys_names, out=sys.stdout):
             if a and b and b["value"] > 0:
                 parts.append(f"{on} {100.0 * (a['value'] / b['value'] - 1.0):+.2f}% "
                              f"({fmt_value(a['value'], a['unit'])} vs {fmt_value(b['value'], b['unit'])} unchecked)")
+        c, e = medians.get(("finite_check_b128", s)), medians.get(("train_epoch_b128", s))
+        if c and e and e["value"] > 0:
+            step_us = e["value"] * 1e6 / math.ceil(60000 / 128)
+            parts.append(f"the check alone {c['value']:.1f} us per batch of 128 = "
+                         f"{100.0 * c['value'] / step_us:.2f}% of a training step ({step_us:.0f} us)")
+            p = medians.get(("predict10k_b128", s))
+            if p and p["value"] > 0:
+                call_us = p["value"] * 1e6 / math.ceil(10000 / 128)
+                parts.append(f"{100.0 * c['value'] / call_us:.2f}% of a predict call of 128 rows ({call_us:.0f} us)")
         if parts:
             lines.append(f"  {s}: " + ", ".join(parts))
     if lines:

@@ -139,6 +139,24 @@ int main(int argc, char** argv) {
         }
 
         set_check_finite_inputs(true);
+        // The input check alone (tenon/model/finite.hpp: detail::count_nonfinite, what predict and
+        // begin_update run on the model's input), over successive 128-row batches of the
+        // training images as an epoch reads them: the median time per batch. Timed by itself
+        // because its share of a step is below the noise of the epoch figures.
+        if (want("finite_check_b128")) {
+            const std::size_t rows = 128, width = data.X_train.shape(1), n_batches = data.X_train.shape(0) / rows;
+            std::vector<double> us;
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < 4 * n_batches; ++i) {
+                const float* x = data.X_train.data() + (i % n_batches) * rows * width;
+                const auto t0 = Clock::now();
+                bad += detail::count_nonfinite(x, rows * width);
+                us.push_back(seconds_since(t0) * 1e6);
+            }
+            if (bad != 0) std::abort();
+            emit("finite_check_b128", percentile(us, 0.50), "us");
+        }
+
         if (want("latency_b1_p50") || want("latency_b1_p99")) {
             Floats2d x({1, 784}, uninitialized);
             std::vector<double> us;
