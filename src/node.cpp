@@ -5,6 +5,10 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <mutex>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace tenon {
 namespace {
@@ -62,12 +66,17 @@ Node::Dim* Node::find_dim(std::string_view n) noexcept {
 
 bool Node::has_dim(std::string_view n) const noexcept {
     auto* d = find_dim(n);
-    return d && d->value != dyn;
+    if (!d) return false;
+    if (d->set_here) return d->value != dyn;
+    if (const Node* o = dim_owner(n); o && o->has_dim(n)) return true;
+    return d->value != dyn;
 }
 
 std::size_t Node::get_dim(std::string_view n) const {
     auto* d = find_dim(n);
     if (!d) throw Error(name_ + ": has no dimension '" + std::string(n) + "'", "tenon-E104");
+    if (!d->set_here)
+        if (const Node* o = dim_owner(n); o && o->has_dim(n)) return o->get_dim(n);
     if (d->value == dyn)
         throw Error(name_ + ": dimension '" + std::string(n) +
                         "' is not known yet: give it when creating the layer or call initialize() with sample data",
@@ -78,15 +87,21 @@ std::size_t Node::get_dim(std::string_view n) const {
 void Node::set_dim(std::string_view n, std::size_t value, bool force) {
     auto* d = find_dim(n);
     if (!d) throw Error(name_ + ": has no dimension '" + std::string(n) + "'", "tenon-E104");
+    if (value == 0 && is_width(n)) throw_zero_width("dimension '" + std::string(n) + "'");
     if (d->fixed != dyn && value != d->fixed)
         throw ShapeError(name_ + ": dimension '" + std::string(n) + "' is static " + std::to_string(d->fixed) +
                              " in the layer's type; cannot set it to " + std::to_string(value),
                          "tenon-E101");
-    if (d->value != dyn && d->value != value && !force)
-        throw ShapeError(name_ + ": dimension '" + std::string(n) + "' is already " + std::to_string(d->value) +
+    // The value it has now: its owner's where the node follows it (a chain's first layer's).
+    const std::size_t current = has_dim(n) ? get_dim(n) : dyn;
+    if (current != dyn && current != value && !force)
+        throw ShapeError(name_ + ": dimension '" + std::string(n) + "' is already " + std::to_string(current) +
                              "; cannot change it to " + std::to_string(value),
                          "tenon-E101");
-    if (d->value != value && force) {
+    // A value given to a node whose dim another node owns is the node's own until it follows
+    // the owner again (follow_dim): initialize then compares the two.
+    if (dim_owner(n)) d->set_here = true;
+    if (current != value && force) {
         // The parameters' shapes depended on the old value.
         for (auto& p : params_) {
             Param q{p.name, {}, {}, {}, false, false};
@@ -99,8 +114,24 @@ void Node::set_dim(std::string_view n, std::size_t value, bool force) {
     d->value = value;
 }
 
+void Node::follow_dim(std::string_view n) {
+    Dim* d = find_dim(n);
+    if (!d) return;
+    d->set_here = false;
+    if (const Node* o = dim_owner(n); o && o->has_dim(n)) d->value = o->get_dim(n);
+}
+
+bool Node::is_width(std::string_view n) noexcept { return n == "nO" || n == "nI"; }
+
+void Node::throw_zero_width(const std::string& what) const {
+    throw ShapeError(name_ + ": " + what + ": a width of 0 is not a layer's width (an input needs at least one "
+                             "column, a layer at least one output)",
+                     "tenon-E260");
+}
+
 void Node::resolve_dim(std::size_t i, std::size_t value) {
     auto& d = dims_[i];
+    if (value == 0 && is_width(d.name)) throw_zero_width("dimension '" + d.name + "' from the sample");
     if (d.value == dyn) {
         d.value = value;
         return;
@@ -163,13 +194,45 @@ bool Node::has_param(std::string_view n) const noexcept {
     return p && p->allocated;
 }
 
-void Node::settle_grad(const Param& p) noexcept {
+void Node::settle_grad(Param& p) noexcept {
     if (!p.grad_lazy_zero) return;
-    // The memory is the node's and the value stays zero: clearing it is not a change of state.
-    float* g = const_cast<float*>(p.grad.data());
-    std::fill(g, g + p.grad.size(), 0.0f);
+    std::fill(p.grad.data(), p.grad.data() + p.grad.size(), 0.0f);
     p.grad_lazy_zero = false;
 }
+
+namespace {
+// At least n floats of zeros that no one writes and that live until the process ends: what
+// a const get_grad returns for a lazy-zero gradient (whose own memory still holds the last
+// step's values). The const call must not clear the gradient's memory nor its mark: two
+// threads reading the gradients of a model (a monitor, a checkpoint) after finish_update
+// would race on them. One region serves every size up to its own; a larger request maps a
+// larger one under the lock and keeps the old one mapped, since views of it may still be
+// held. The regions are anonymous read-only mappings: the kernel backs every page with its
+// shared zero page, so they cost address space, not memory, and a write through a
+// const_cast faults instead of corrupting anything. Readers take no lock on the fast path:
+// the size is published (release) after the region is mapped.
+std::atomic<const float*> zeros_data{nullptr};
+std::atomic<std::size_t> zeros_size{0};
+std::mutex zeros_mutex;
+
+const float* shared_zeros(std::size_t n) {
+    if (n <= zeros_size.load(std::memory_order_acquire)) return zeros_data.load(std::memory_order_acquire);
+    std::lock_guard lock(zeros_mutex);
+    std::size_t have = zeros_size.load(std::memory_order_relaxed);
+    if (n <= have) return zeros_data.load(std::memory_order_relaxed);
+    std::size_t want = std::max<std::size_t>({n, 2 * have, std::size_t(1) << 16});
+    void* p = ::mmap(nullptr, want * sizeof(float), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        want = n;  // no room to grow ahead: exactly n
+        p = ::mmap(nullptr, want * sizeof(float), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+    }
+    // The data before the size: a reader that sees the new size sees the new region.
+    zeros_data.store(static_cast<const float*>(p), std::memory_order_release);
+    zeros_size.store(want, std::memory_order_release);
+    return static_cast<const float*>(p);
+}
+}  // namespace
 
 namespace {
 template <class V, class P>
@@ -191,8 +254,11 @@ ParamView Node::get_grad(std::string_view n) {
 }
 CParamView Node::get_grad(std::string_view n) const {
     const Param& p = require_param(n);
-    settle_grad(p);
-    return view_of<CParamView>(p, true);
+    CParamView v = view_of<CParamView>(p, true);
+    // A lazy zero is read as zeros without clearing it (see shared_zeros): a const call
+    // writes nothing, so concurrent readers do not race.
+    if (p.grad_lazy_zero && v.size()) v.data = shared_zeros(v.size());
+    return v;
 }
 bool Node::has_grad(std::string_view n) const noexcept { return has_param(n); }
 ParamView Node::get_grad_for_overwrite(std::string_view n, bool& zero) {
@@ -338,7 +404,7 @@ std::string Node::describe() const {
     std::function<void(const Node&, int)> rec = [&](const Node& n, int depth) {
         out += std::string(2 * depth, ' ') + n.name_;
         for (auto& d : n.dims_)
-            out += " " + d.name + "=" + (d.value == dyn ? std::string("?") : std::to_string(d.value)) +
+            out += " " + d.name + "=" + (n.has_dim(d.name) ? std::to_string(n.get_dim(d.name)) : std::string("?")) +
                    (d.fixed != dyn ? "(static)" : "");
         out += n.initialized_ ? "\n" : " [not initialized]\n";
         n.for_each_child([&](const Node& c) { rec(c, depth + 1); });

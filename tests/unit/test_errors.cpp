@@ -2,14 +2,19 @@
 // and found values, with a diagnostic id. Empty batches are not errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "tenon/lower/lower.hpp"
 #include "tenon/tenon.hpp"
 #include "unit/helpers.hpp"
 
@@ -345,11 +350,122 @@ TEST_CASE("errors: IDX files with a bad header", "[errors][data]") {
     CHECK(error_id([&] { read_idx_images(tmp.path.string() + "/missing"); }) == "tenon-E140");
 }
 
-TEST_CASE("errors: a chain whose widths are dyn in the types fails at initialize with E001", "[errors]") {
+TEST_CASE("errors: a chain whose widths are dyn in the types fails at initialize with E101 (E001 is the compile-time id)", "[errors]") {
     // The first layer's nO is a run-time value, so the mismatch cannot be seen at compile time.
     auto m = Relu<>({.nO = 512}) >> Relu<10, 256>();
     CHECK_THROWS_WITH(m.initialize(Floats2d({2, 784})),
-                      Contains("[tenon-E001] chain(): relu expects input width 256 but the layer before it produces 512"));
+                      Contains("[tenon-E101] chain(): relu expects input width 256 but the layer before it produces 512"));
     auto m2 = Relu<>({.nO = 512, .nI = 784}) >> Relu<10, 256>();
-    CHECK_THROWS_WITH(m2.initialize(), Contains("tenon-E001") && Contains("256") && Contains("512"));
+    CHECK_THROWS_WITH(m2.initialize(), Contains("tenon-E101") && Contains("256") && Contains("512"));
+}
+
+// Issue 16, item 6: a const get_grad must not write. After finish_update a gradient is a
+// lazy zero (its memory still holds the last step's values); a const get_grad used to clear
+// it, so two threads reading the gradients raced. It now reads zeros without changing the
+// node: the lazy-zero mark survives it (get_grad_for_overwrite still reports a zero).
+TEST_CASE("errors: const get_grad after finish_update reads zeros and writes nothing", "[errors][threads]") {
+    auto model = Relu<5>() >> Softmax<3>();
+    const Floats2d X = random_array(8, 4, 1);
+    model.initialize(X);
+    Optimizer opt = Adam(0.01);
+    auto [P, bp] = model.begin_update(X);
+    bp(random_array(8, 3, 3));
+    model.finish_update(opt);
+
+    const auto& out = std::as_const(model).layer<1>();
+    std::vector<std::thread> readers;
+    std::atomic<int> nonzero_seen{0};
+    for (int t = 0; t < 4; ++t)
+        readers.emplace_back([&] {
+            for (int i = 0; i < 200; ++i)
+                for (const char* name : {"W", "b"}) {
+                    CParamView g = out.get_grad(name);
+                    for (float v : g)
+                        if (v != 0.0f) ++nonzero_seen;
+                }
+        });
+    for (auto& t : readers) t.join();
+    CHECK(nonzero_seen == 0);
+    bool zero = false;
+    ParamView g = model.layer<1>().get_grad_for_overwrite("W", zero);
+    CHECK(zero);  // still a lazy zero: the const reads did not clear it
+    CHECK(std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }));  // the memory is untouched
+    // The mutable get_grad still clears it (for a caller that adds).
+    ParamView b = model.layer<1>().get_grad("b");
+    CHECK(std::all_of(b.begin(), b.end(), [](float v) { return v == 0.0f; }));
+    // A large lazy zero reads as zeros too (the shared zeros grow).
+    auto big = Relu<2048, 1024>();
+    big.initialize();
+    auto [Y2, bp2] = big.begin_update(random_array(2, 1024, 4));
+    bp2(random_array(2, 2048, 5));
+    big.finish_update(opt);
+    CParamView gb = std::as_const(big).get_grad("W");
+    CHECK(gb.size() == 2048u * 1024u);
+    CHECK(std::all_of(gb.begin(), gb.end(), [](float v) { return v == 0.0f; }));
+}
+
+// A zero-width input or dim is refused with tenon-E260 (it used to be accepted: a layer with
+// nI = 0 and an (n, 0) input).
+TEST_CASE("errors: a zero width is refused (E260)", "[errors]") {
+    CHECK(error_id([] { Relu<4>().initialize(Floats2d({3, 0})); }) == "tenon-E260");
+    CHECK_THROWS_WITH(Relu<4>().initialize(Floats2d({3, 0})), Contains("relu") && Contains("width of 0"));
+    CHECK(error_id([] { Linear<>().initialize(Floats2d({3, 4}), Floats2d({3, 0})); }) == "tenon-E260");
+    CHECK(error_id([] { Relu<>({.nO = 0}); }) == "tenon-E260");
+    CHECK(error_id([] { Linear<>({.nO = 3, .nI = 0}); }) == "tenon-E260");
+    CHECK(error_id([] { Relu<4>().set_dim("nI", 0); }) == "tenon-E260");
+    CHECK(error_id([] { (Relu<4>() >> Softmax<2>()).initialize(Floats2d({3, 0})); }) == "tenon-E260");
+    // predict with a width-0 input on an initialised model: E260, not E101.
+    auto m = Relu<4>();
+    m.initialize(Floats2d({3, 5}));
+    CHECK(error_id([&] { (void)m.predict(Floats2d({3, 0})); }) == "tenon-E260");
+    CHECK(error_id([&] { (void)m.begin_update(Floats2d({0, 0})); }) == "tenon-E260");
+    // An empty batch (0 rows) of the right width is still fine.
+    CHECK(m.predict(Floats2d({0, 5})).shape(0) == 0u);
+}
+
+// Run-time width errors have run-time ids: none reuses the compile-time id E001.
+TEST_CASE("errors: run-time width errors do not reuse the compile-time id E001", "[errors]") {
+    auto m = Relu<>({.nO = 6}) >> Relu<3, 5>();
+    CHECK(error_id([&] { m.initialize(Floats2d({2, 4})); }) == "tenon-E101");
+    auto plain = Relu<>({.nO = 6, .nI = 4}) >> Relu<>({.nO = 3, .nI = 5});
+    CHECK(error_id([&] { plain.initialize(); }) == "tenon-E101");
+    // A lowered plan's input check (tenon/lower/lower.hpp).
+    auto model = Relu<8>() >> Softmax<2>();
+    model.initialize(random_array(4, 6, 1));
+    auto plan = lower(model);
+    CHECK(error_id([&] { (void)plan.predict(random_array(4, 5, 1)); }) == "tenon-E101");
+}
+
+// A chain's widths follow its layers: a layer's forced set_dim is the chain's new width at
+// once (it used to keep the stale nI, and initialize() without data then refused the layer's
+// new width). A width forced on the chain itself stands until initialize, which compares it
+// with the layer's.
+TEST_CASE("errors: a chain's nI follows its first layer's forced set_dim", "[errors]") {
+    auto m = Relu<>({.nO = 6}) >> Softmax<3>();
+    m.initialize(Floats2d({2, 4}));
+    CHECK(m.get_dim("nI") == 4u);
+    m.layer<0>().set_dim("nI", 7, true);
+    CHECK(m.get_dim("nI") == 7u);
+    CHECK(describe(m).find("nI=7") != std::string::npos);
+    CHECK_NOTHROW(m.initialize());
+    CHECK(m.get_dim("nI") == 7u);
+    CHECK(m.predict(random_array(2, 7, 1)).shape(1) == 3u);
+    CHECK(error_id([&] { (void)m.predict(random_array(2, 4, 1)); }) == "tenon-E101");
+    // A width forced on the chain: the chain's own until initialize, which refuses a layer
+    // that disagrees; forcing the layer too makes them agree.
+    m.set_dim("nI", 9, true);
+    CHECK(m.get_dim("nI") == 9u);
+    CHECK(m.layer<0>().get_dim("nI") == 7u);
+    CHECK(error_id([&] { m.initialize(); }) == "tenon-E101");
+    m.layer<0>().set_dim("nI", 9, true);
+    m.initialize();
+    CHECK(m.get_dim("nI") == 9u);
+    CHECK(m.predict(random_array(2, 9, 1)).shape(1) == 3u);
+    m.layer<0>().set_dim("nI", 11, true);  // and the chain follows its layer again
+    CHECK(m.get_dim("nI") == 11u);
+    // Without force, the chain still refuses a width that contradicts its layer's.
+    CHECK(error_id([&] { m.set_dim("nI", 5); }) == "tenon-E101");
+    // nO follows the last width-changing layer.
+    m.layer<1>().set_dim("nI", 6);  // unchanged: no error
+    CHECK(m.get_dim("nO") == 3u);
 }

@@ -320,15 +320,15 @@ TEST_CASE("model api: a run-time error deep in a clone/residual stack names the 
     // The same error again (a second call): the path is not prefixed twice.
     expect_path([&] { (void)model.predict(X); }, path);
 
-    // A combinator's own error names the combinator's path (ids kept: E001 from the chain).
+    // A combinator's own error names the combinator's path (ids kept: E101 from the chain).
     auto bad = Relu<4>() >> clone(residual(expand_window<1>() >> Maxout<4, 10>({.nP = 2})), 2);
     try {
         bad.initialize(X);
         FAIL("no error");
     } catch (const Error& e) {
-        CHECK(e.id() == "tenon-E001");
+        CHECK(e.id() == "tenon-E101");
         CHECK(e.node_path() == "chain>1>clone>0>residual>chain");
-        CHECK_THAT(e.what(), Catch::StartsWith("[tenon-E001] chain>1>clone>0>residual>chain: ") &&
+        CHECK_THAT(e.what(), Catch::StartsWith("[tenon-E101] chain>1>clone>0>residual>chain: ") &&
                                  Contains("maxout expects input width 10"));
     }
     // An error of the model called keeps its own name.

@@ -102,14 +102,15 @@ struct chain_ends<L0, Ls...> {
 // layer behind a plain function pointer, for the loops of a homogeneous chain.
 template <class L, class XV, class YV>
 void chain_init_layer(L& l, const XV* X, const YV* y, std::size_t& width) {
-    // The run-time counterpart of E001, for widths that are dyn in the types.
+    // The run-time counterpart of E001, for widths that are dyn in the types: a width
+    // mismatch found at run time, so tenon-E101 (E001 is the compile-time check's id).
     if constexpr (requires { X->shape(1); }) {
         const std::size_t produced = X ? X->shape(1) : width;
         if (produced != dyn && l.has_dim("nI") && l.get_dim("nI") != produced)
             throw ShapeError("chain(): " + l.name() + " expects input width " + std::to_string(l.get_dim("nI")) +
                                  (width != dyn ? " but the layer before it produces " : " but its input has width ") +
                                  std::to_string(produced),
-                             "tenon-E001");
+                             "tenon-E101");
     }
     if (!X && width != dyn && !l.has_dim("nI")) {
         const auto names = l.dim_names();
@@ -393,13 +394,23 @@ private:
         sync_dims();
         this->mark_initialized();
     }
-    // The chain's nI is its first width-changing layer's nI; its nO the last one's nO.
+    // The chain's nI is its first width-changing layer's nI; its nO the last one's nO. They
+    // are read from those layers whenever the layers know them (Node::dim_owner), so a
+    // layer's forced set_dim is the chain's new width at once. A width set on the chain
+    // itself (set_dim, or the model around it) stands until sync_dims: initialize compares it
+    // with the layer's (tenon-E101) and then the chain follows its layers again.
+    Node* dim_owner(std::string_view name) noexcept override {
+        const auto nodes = children();
+        if (name == "nI") return nodes[nI_from];
+        if (name == "nO") return nodes[y_from];
+        return nullptr;
+    }
     void sync_dims(bool nI = true, bool nO = true) {
         const auto nodes = children();
         const Node& first = *nodes[nI_from];
         const Node& last = *nodes[y_from];
-        if (nI && first.has_dim("nI")) this->set_dim("nI", first.get_dim("nI"), true);
-        if (nO && last.has_dim("nO")) this->set_dim("nO", last.get_dim("nO"), true);
+        if (nI && first.has_dim("nI")) this->follow_dim("nI");
+        if (nO && last.has_dim("nO")) this->follow_dim("nO");
     }
 
     // The recursive walk, for chains whose data type changes along the way.

@@ -129,7 +129,7 @@ struct Builder {
         else if (p.bounds[cur].width != nI)
             throw ShapeError("lower(): " + l.name() + " expects input width " + std::to_string(nI) +
                                  " but the stage before it produces " + std::to_string(p.bounds[cur].width),
-                             "tenon-E001");
+                             "tenon-E101");
     }
     Stage& open(Prim prim, std::size_t nI, std::size_t nO) {
         Stage s;
@@ -512,7 +512,7 @@ private:
             if (X.shape(1) != p_.bounds[0].width)
                 throw ShapeError("plan of " + p_.model_name + ": expected input width " +
                                      std::to_string(p_.bounds[0].width) + " but found " + std::to_string(X.shape(1)),
-                                 "tenon-E001");
+                                 "tenon-E101");
         }
     }
     // The stages from `first` on; root: the Backprop storage (null: predict).

@@ -263,9 +263,17 @@ concept Model = std::derived_from<std::remove_cvref_t<M>, Node> && requires {
 
 // Helpers for layer code: the width checks every layer makes on its inputs.
 namespace detail {
+// An input of width 0 is refused (tenon-E260) even where nI is 0 (a layer's dims never are:
+// set_dim and initialize refuse it), before the width comparison (tenon-E101).
 template <class V>
 void check_width(const Node& layer, const V& X, std::size_t nI, const char* what = "input") {
-    if (X.shape(1) != nI) throw_width(layer.name(), what, nI, X.shape(1));
+    if (X.shape(1) != nI || nI == 0) [[unlikely]] {
+        if (X.shape(1) == 0)
+            throw ShapeError(layer.name() + ": " + what + ": an input of width 0 (" + std::to_string(X.shape(0)) +
+                                 " rows, no columns): expected width " + dim_str(nI),
+                             "tenon-E260");
+        throw_width(layer.name(), what, nI, X.shape(1));
+    }
 }
 template <class V>
 void check_same_shape(const Node& layer, const V& dY, std::size_t rows, std::size_t cols) {

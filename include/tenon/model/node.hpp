@@ -224,6 +224,10 @@ protected:
         std::string name;
         std::size_t value = dyn;  // dyn: not known yet
         std::size_t fixed = dyn;  // static value from the type, or dyn
+        // Set on this node by set_dim while another node owns the dim (dim_owner): the value
+        // given to the combinator wins over its owner's until the combinator syncs again
+        // (follow_dim), so that initialize can report a contradiction (tenon-E101).
+        bool set_here = false;
     };
     struct Param {
         std::string name;
@@ -232,10 +236,13 @@ protected:
         Floats1d grad;
         bool allocated = false;
         // The gradient is zero but its memory was not cleared: finish_update leaves it so,
-        // and the first access clears it (grad_data, get_grad), or a caller that writes every
-        // value skips the clearing (get_grad_for_overwrite: a product with beta = 0). Even a
-        // const get_grad may clear: gradients belong to the one training thread.
-        mutable bool grad_lazy_zero = false;
+        // and the first mutable access clears it (grad_data, the non-const get_grad,
+        // inc_grad), or a caller that writes every value skips the clearing
+        // (get_grad_for_overwrite: a product with beta = 0). Only the training thread's
+        // mutable calls change it: a const get_grad reads it and, on a lazy zero, returns a
+        // view of read-only zeros (detail::shared_zeros) without writing anything, so any
+        // number of readers may call it at once (tests/unit/test_errors.cpp, "const get_grad").
+        bool grad_lazy_zero = false;
         // The shape rule: the names of the dims the shape is made of (rank 0: none declared).
         std::array<const char*, 4> shape_dims{};
         std::size_t shape_rank = 0;
@@ -251,10 +258,26 @@ protected:
     // Fast typed access for layer code.
     std::size_t dim(std::size_t i) const noexcept { return dims_[i].value; }
     void resolve_dim(std::size_t i, std::size_t value);  // set_dim with a clear error
+    // Where dim `name` lives when another node owns it: a chain's nI is its first
+    // width-changing layer's nI and its nO the last one's nO. has_dim/get_dim read the owner's
+    // value where the owner knows it (so a child's forced set_dim shows at once, without a
+    // write to this node: get_dim stays a pure read), unless a value was set on this node
+    // since it last followed its owner (Dim::set_here). nullptr (the default): the node's
+    // own value.
+    virtual Node* dim_owner(std::string_view /*name*/) noexcept { return nullptr; }
+    const Node* dim_owner(std::string_view name) const noexcept {
+        return const_cast<Node*>(this)->dim_owner(name);
+    }
+    // Copies the owner's value of dim `name` (when it knows it) into this node and follows
+    // the owner again (a chain after initialize).
+    void follow_dim(std::string_view name);
     // Makes dim i static (chain's width propagation rebinds a dyn nI to the width before it);
     // throws if a different value was already set at run time.
     void fix_dim(std::size_t i, std::size_t value);
     std::size_t require_dim(std::size_t i) const;        // throws if unknown
+    // nO and nI: the dims that must not be 0 (tenon-E260, throw_zero_width).
+    static bool is_width(std::string_view name) noexcept;
+    [[noreturn]] void throw_zero_width(const std::string& what) const;
     Param& param(std::size_t i) noexcept { return params_[i]; }
     const Param& param(std::size_t i) const noexcept { return params_[i]; }
     // Parameter i's gradient, to add to (cleared first if it is a lazy zero).
@@ -262,7 +285,7 @@ protected:
         settle_grad(params_[i]);
         return params_[i].grad.data();
     }
-    static void settle_grad(const Param& p) noexcept;
+    static void settle_grad(Param& p) noexcept;
     void allocate_param(std::size_t i, std::vector<std::size_t> shape);
     bool initialized() const noexcept { return initialized_; }
     void mark_initialized() noexcept { initialized_ = true; }
