@@ -75,6 +75,15 @@ fuzz:
 	  "$$(( $$(date +%s) - start )) s, $$([ $$rc -eq 0 ] && echo 0 || echo 1) crashes" \
 	  "(corpus: $$(ls tests/fuzz/corpus | wc -l) files in tests/fuzz/corpus/)"; exit $$rc
 
+# The soak test (bench/soak.cpp, docs/reliability.md): 8 threads serve an MLP and a text
+# classifier at random batch sizes while a 9th trains copies and swaps them in; RSS,
+# allocations per call and p99 latency each minute, and whether memory stayed flat.
+SOAK_SECONDS ?= 600
+.PHONY: soak
+soak: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD) bench/soak
+	SOAK_SECONDS=$(SOAK_SECONDS) $(BUILD)/bench/soak
+
 demo: build
 	$(BUILD)/examples/mnist_mlp 2
 
