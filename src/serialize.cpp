@@ -556,6 +556,7 @@ OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* p
 }
 
 void commit_optimizer(Optimizer& opt, OptimizerStaged& st) noexcept {
+    st.options.on_nonfinite = opt.options().on_nonfinite;  // this run's policy, not in the file
     detail::OptimizerAccess::options(opt) = st.options;
     auto& states = detail::OptimizerAccess::states(opt);
     // The model's entries are replaced; entries of other models stay.

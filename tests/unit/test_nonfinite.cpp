@@ -144,6 +144,16 @@ TEST_CASE("nonfinite: NonFinite::skip skips the step, counts it and zeroes the g
     CHECK(opt.nr_update(model.walk()[1]->id(), "W") == 2);
 }
 
+TEST_CASE("nonfinite: loading an optimizer state keeps the optimizer's policy", "[nonfinite]") {
+    auto model = make_model();
+    Optimizer saved = Adam(0.001);
+    good_step(model, saved, testing::random_array(6, 4, 10));
+    Optimizer opt = Adam({.on_nonfinite = NonFinite::skip});
+    optimizer_from_bytes(opt, model, optimizer_to_bytes(saved, model));
+    CHECK(opt.options().on_nonfinite == NonFinite::skip);
+    CHECK(opt.nr_update(model.walk()[1]->id(), "W") == 1);
+}
+
 TEST_CASE("nonfinite: Optimizer::update checks its gradient", "[nonfinite]") {
     Floats1d w({4}), g({4});
     g[1] = kNaN;
