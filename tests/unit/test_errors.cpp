@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -468,4 +469,44 @@ TEST_CASE("errors: a chain's nI follows its first layer's forced set_dim", "[err
     // nO follows the last width-changing layer.
     m.layer<1>().set_dim("nI", 6);  // unchanged: no error
     CHECK(m.get_dim("nO") == 3u);
+}
+
+// docs/reliability.md: the const calls may run at the same time on one model: predict from
+// several threads while others save it (to_bytes) and read its gradients (const get_grad)
+// after a training step. Every thread sees what one thread alone sees. (Under
+// ThreadSanitizer this is also the race check of those calls.)
+TEST_CASE("errors: predict, to_bytes and const get_grad from many threads at once", "[errors][threads]") {
+    auto model = Relu<16>() >> Relu<16>() >> Softmax<4>();
+    const Floats2d X = random_array(32, 8, 1);
+    model.initialize(X);
+    Optimizer opt = Adam(0.01);
+    {
+        auto [P, bp] = model.begin_update(X);
+        bp(random_array(32, 4, 2));
+    }
+    model.finish_update(opt);
+    const auto& m = model;
+    const Floats2d P0 = m.predict(X);
+    const std::vector<std::uint8_t> bytes0 = m.to_bytes();
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 6; ++t)
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < 30; ++i) {
+                if (t % 3 == 0) {
+                    if (m.to_bytes() != bytes0) ++bad;
+                } else if (t % 3 == 1) {
+                    const Floats2d P = m.predict(X);
+                    if (!std::equal(P.begin(), P.end(), P0.begin())) ++bad;
+                } else {
+                    for (const Node* n : m.walk())
+                        for (const auto& name : n->param_names())
+                            if (n->has_grad(name))
+                                for (float v : n->get_grad(name))
+                                    if (v != 0.0f) ++bad;
+                }
+            }
+        });
+    for (auto& t : ts) t.join();
+    CHECK(bad == 0);
 }
