@@ -18,7 +18,10 @@
 #include "unit/helpers.hpp"
 
 #if TENON_ASAN
-#include <sanitizer/allocator_interface.h>
+// (from compiler-rt's <sanitizer/allocator_interface.h>, which GCC does not install; GCC's
+// libasan has the function)
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
+                                                         void (*free_hook)(const volatile void*));
 #else
 extern "C" {
 void* __libc_malloc(std::size_t);
