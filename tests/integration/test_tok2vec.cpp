@@ -412,9 +412,10 @@ TEST_CASE("tok2vec: edge cases", "[integration][tok2vec][edge]") {
         CHECK(Y.empty());
         CHECK(backprop(Y).empty());
         // The textcat: list2ragged of no arrays has 0 columns (as Thinc's ops.flatten), so
-        // reduce_mean gives (0, 0) and Softmax refuses it, naming the widths. (Thinc's model
-        // fails earlier: its encoder gets a (0, 0) array, "Shape mismatch for blis.gemm".)
-        CHECK(error_id([&] { tc.predict(none); }) == "tenon-E101");
+        // reduce_mean gives (0, 0) and Softmax refuses an input of width 0 (tenon-E260).
+        // (Thinc's model fails earlier: its encoder gets a (0, 0) array, "Shape mismatch for
+        // blis.gemm".)
+        CHECK(error_id([&] { tc.predict(none); }) == "tenon-E260");
     }
     SECTION("docs without tokens give (0, width) outputs; the others are as alone") {
         const List<Ints2d> docs = random_docs({0, 4, 0}, 3, 2);
