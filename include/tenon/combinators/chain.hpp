@@ -98,13 +98,23 @@ struct chain_ends<L0, Ls...> {
     static constexpr bool homogeneous = all_true<std::is_same_v<typename Ls::Out, typename L0::Out>...>;
 };
 
+// Whether a sample of type V has a width (columns): an array of rank 2 or more (shape(1) of
+// an Ints1d would read past its shape: found by make test-sanitize), or another type with
+// shape(1).
+template <class V>
+constexpr bool has_columns() {
+    if constexpr (!requires(const V& v) { v.shape(1); }) return false;
+    else if constexpr (requires { V::rank; }) return V::rank >= 2;
+    else return true;
+}
+
 // Shared by every chain, per layer type: initialize, predict, forward and backprop of one
 // layer behind a plain function pointer, for the loops of a homogeneous chain.
 template <class L, class XV, class YV>
 void chain_init_layer(L& l, const XV* X, const YV* y, std::size_t& width) {
     // The run-time counterpart of E001, for widths that are dyn in the types: a width
     // mismatch found at run time, so tenon-E101 (E001 is the compile-time check's id).
-    if constexpr (requires { X->shape(1); }) {
+    if constexpr (has_columns<XV>()) {
         const std::size_t produced = X ? X->shape(1) : width;
         if (produced != dyn && l.has_dim("nI") && l.get_dim("nI") != produced)
             throw ShapeError("chain(): " + l.name() + " expects input width " + std::to_string(l.get_dim("nI")) +
