@@ -16,13 +16,10 @@ using namespace tenon;
 using Catch::Matchers::Contains;
 
 namespace {
+using testing::nonzero;
 using testing::random_array;
-
-std::vector<float> values(CParamView p) { return {p.begin(), p.end()}; }
-bool nonzero(CParamView g) { return std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }); }
-bool same(const Floats2d& a, const Floats2d& b) {
-    return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());
-}
+using testing::same;
+using testing::values;
 std::vector<std::vector<float>> all_params(const Node& m) {
     std::vector<std::vector<float>> out;
     for (const Node* n : m.walk())
