@@ -11,6 +11,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <climits>
 #include <concepts>
 #include <functional>
@@ -130,19 +131,16 @@ public:
             return Error("remap_ids: the mapping_table attribute is malformed: " + why, "tenon-E207");
         };
         std::size_t i = 0;
+        // A decimal int64 up to the next `end` (std::from_chars: no locale, no overflow).
         auto number = [&](char end) {
-            std::size_t j = text->find(end, i);
-            if (j == std::string::npos || j == i || j - i > 20) throw bad("expected a number before '" + std::string(1, end) + "'");
+            const std::size_t j = text->find(end, i);
+            if (j == std::string::npos) throw bad("expected a number before '" + std::string(1, end) + "'");
             std::int64_t v = 0;
-            bool neg = (*text)[i] == '-';
-            for (std::size_t k = i + neg; k < j; ++k) {
-                const char c = (*text)[k];
-                if (c < '0' || c > '9' || k == i + neg + 19) throw bad("'" + text->substr(i, j - i) + "' is not a number");
-                v = v * 10 + (c - '0');
-            }
-            if (neg && j == i + 1) throw bad("a lone '-'");
+            const char* first = text->data() + i;
+            const auto [ptr, ec] = std::from_chars(first, text->data() + j, v);
+            if (ec != std::errc{} || ptr != text->data() + j) throw bad("'" + text->substr(i, j - i) + "' is not a number");
             i = j + 1;
-            return neg ? -v : v;
+            return v;
         };
         while (i < text->size()) {
             Key key{};
