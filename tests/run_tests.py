@@ -24,11 +24,35 @@ def catch2_counts(out):
     return None
 
 
+def failure_digest(name, out, limit=30):
+    """The lines that say why a test failed (Catch2's FAILED blocks, or the output's end), so
+    that a CI log which keeps only its last lines still names the failing checks."""
+    lines = out.splitlines()
+    picked = []
+    test_case = None
+    for i, line in enumerate(lines):
+        if line.startswith("-----") and i + 2 < len(lines) and lines[i + 2].startswith("-----"):
+            test_case = lines[i + 1]  # Catch2 prints each test case's name between dashes
+        if "FAILED" in line:
+            end = i + 1
+            while end < len(lines) and lines[end].strip():
+                end += 1  # a failure's expansion and messages end at a blank line
+            picked += ["  [%s]" % test_case] if test_case else []
+            picked += ["  " + l for l in lines[i:end]]
+    if not picked:
+        picked = ["  " + l for l in lines[-12:]]
+    print("--- %s failed:" % name)
+    print("\n".join(picked[:limit]))
+    if len(picked) > limit:
+        print("  ... (%d more lines in the log above)" % (len(picked) - limit))
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     rc = subprocess.call(["meson", "test", "-C", build, "--print-errorlogs"] + sys.argv[2:])
     log = os.path.join(build, "meson-logs", "testlog.json")
     passed = failed = 0
+    digests = []
     try:
         with open(log) as f:
             for line in f:
@@ -41,8 +65,12 @@ def main():
                 else:
                     passed += ok
                     failed += not ok
+                if not ok:
+                    digests.append((t.get("name", "?"), t.get("stdout", "") or ""))
     except OSError:
         failed += 1
+    for name, out in digests:
+        failure_digest(name, out)
     if rc != 0 and failed == 0:
         failed = 1
     print("%d passed, %d failed" % (passed, failed))
