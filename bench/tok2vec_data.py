@@ -132,6 +132,8 @@ def parse_args(argv=None, description=None):
     p.add_argument("--latency-warmup", type=int, default=200, help="warm-up one-document calls (default 200)")
     p.add_argument("--figures", default="", help="comma-separated subset of: " + ",".join(FIGURES))
     p.add_argument("--threads", type=int, default=0, help="threads (0 = library default)")
+    p.add_argument("--check", action="store_true",
+                   help="only check the model (output shapes and row sums; prints the parameter count)")
     args = p.parse_args(argv)
     if not (0.0 < args.fraction <= 1.0):
         p.error("--fraction must be in (0, 1]")
