@@ -101,10 +101,10 @@ demo-serve: build
 bench: bench-deps $(BUILD)/build.ninja
 	@(for t in $(BENCH_ANCHORS); do ninja -C $(BUILD) -t query $$t >/dev/null 2>&1 || exit 1; done) \
 	  || meson setup --reconfigure $(BUILD) >/dev/null
-	ninja -C $(BUILD) bench/tenon_bench $$(for t in $(BENCH_ANCHORS); do \
+	ninja -C $(BUILD) bench/tenon_bench bench/tok2vec_bench $$(for t in $(BENCH_ANCHORS); do \
 	  ninja -C $(BUILD) -t query $$t >/dev/null 2>&1 && echo $$t; done)
 	$(PY) bench/run.py --tenon $(BUILD)/bench/tenon_bench --libtorch $(BUILD)/bench/libtorch_bench \
-	  --dlib $(BUILD)/bench/dlib_bench --out $(BUILD)/bench.json $(BENCH_ARGS)
+	  --dlib $(BUILD)/bench/dlib_bench --tok2vec $(BUILD)/bench/tok2vec_bench --out $(BUILD)/bench.json $(BENCH_ARGS)
 
 # Compile times (median of 3): the umbrella header, the Fashion-MNIST example, a 500-layer
 # chain, and the diagnostics of a mismatch deep in it; needs only g++ (and clang++ if present).

@@ -8,6 +8,7 @@ Usage:
       [--quick] [--repeat R] [--systems tenon,thinc,pytorch,libtorch,dlib,bound,...]
       [--fraction F] [--latency-n N] [--figures a,b,c] [--timeout S]
       [--tenon-threads N] [--python PATH] [--anchor-lib-dir DIR]
+      [--tok2vec build/bench/tok2vec_bench]
 
 Every system is a subprocess that accepts
     --fraction F --latency-n N --figures a,b,c --threads N
@@ -32,6 +33,12 @@ Systems:
               as reference rows below the table, with every system's time as a multiple of it.
 Without --systems, libtorch, libtorch-mt and dlib are run when their binary exists
 (`make bench` builds them when LibTorch / dlib are installed).
+
+The tok2vec benchmark (spaCy's tagger tok2vec, bench/tok2vec_data.py; figures tok2vec_*):
+tenon, tenon-1t, thinc, thinc-mt, pytorch, pytorch-mt and bound also run a second program each
+(the binary given by --tok2vec, bench/tok2vec_thinc.py, bench/tok2vec_torch.py,
+bench/tok2vec_bound.py), whose records land under the same system names. Its words/s figures
+are higher-is-better: their ratio column is tenon / anchor, again how many times faster tenon is.
 
 The anchors (and the bound) run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from their
 environment (these machine-wide settings slow OpenBLAS down); tenon keeps the environment.
@@ -69,6 +76,44 @@ REFERENCE_SYSTEMS = {"bound"}  # rows of their own, no ratio column
 ANCHOR_ENV_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
 
+# --------------------------------------------------------------------------- tok2vec benchmark
+# bench/tok2vec_bench.cpp (--tok2vec), tok2vec_thinc.py, tok2vec_torch.py, tok2vec_bound.py: a
+# second program per system, its records under the same system names (docs/performance.md).
+TOK2VEC_FIGURES = ["tok2vec_predict_wps", "tok2vec_train_wps", "tok2vec_latency_doc20"]
+TOK2VEC_BOUND_OF = {"gemm_bound_tok2vec_predict_wps": "tok2vec_predict_wps",
+                    "gemm_bound_tok2vec_train_wps": "tok2vec_train_wps",
+                    "gemm_bound_tok2vec_latency_doc20": "tok2vec_latency_doc20"}
+TOK2VEC_SCRIPTS = {"thinc": ("tok2vec_thinc.py", "thinc"), "pytorch": ("tok2vec_torch.py", "torch"),
+                   "bound": ("tok2vec_bound.py", "numpy")}  # base system -> (script, module it needs)
+RATE_FIGURES = {"tok2vec_predict_wps", "tok2vec_train_wps", "gemm_bound_tok2vec_predict_wps",
+                "gemm_bound_tok2vec_train_wps"}  # words/s: higher is better
+FIGURES = FIGURES + TOK2VEC_FIGURES + list(TOK2VEC_BOUND_OF)
+
+
+def tok2vec_system(name, args, aenv, have):
+    """The tok2vec program of system `name` (None for the systems without one)."""
+    base = name.split("-")[0]
+    if base == "tenon":
+        threads = args.tenon_threads if name == "tenon" else 1
+        s = System(name, [args.tok2vec, "--threads", str(threads)], dict(os.environ), kind="tok2vec")
+        path = executable(args.tok2vec)
+        if not path:
+            s.skip_reason = f"tok2vec binary not found or not executable: {args.tok2vec} (build it first)"
+        else:
+            s.cmd[0] = path
+    elif base in TOK2VEC_SCRIPTS:
+        script, module = TOK2VEC_SCRIPTS[base]
+        threads = "0" if name.endswith("-mt") else "1"
+        s = System(name, [args.python, os.path.join(HERE, script), "--threads", threads], aenv, kind="tok2vec")
+        ok, why = have(module)
+        if not ok:
+            s.skip_reason = f"{module} is not importable with {args.python} ({why[0] if why else ''}); skipping"
+    else:
+        return None
+    if not s.skip_reason and args.figures and not s.figures(args.figures):
+        s.skip_reason = "measures none of the requested figures"
+    return s
+
 
 log = make_log("bench")
 
@@ -78,6 +123,7 @@ def parse_args(argv=None):
     p.add_argument("--tenon", default="build/bench/tenon_bench", help="path to the tenon benchmark binary")
     p.add_argument("--libtorch", default="build/bench/libtorch_bench", help="path to the LibTorch anchor binary")
     p.add_argument("--dlib", default="build/bench/dlib_bench", help="path to the dlib anchor binary")
+    p.add_argument("--tok2vec", default="build/bench/tok2vec_bench", help="path to tenon's tok2vec benchmark binary")
     p.add_argument("--out", default="build/bench.json", help="JSON output (list of median records)")
     p.add_argument("--quick", action="store_true",
                    help="1 repeat, --fraction 0.1, --latency-n 300 (explicit options still win)")
@@ -158,8 +204,9 @@ def blas_is_reference(info):
 
 # --------------------------------------------------------------------------- systems
 class System:
-    def __init__(self, name, cmd, env, label=None):
+    def __init__(self, name, cmd, env, label=None, kind="mlp"):
         self.name = name          # column name
+        self.kind = kind          # "mlp" or "tok2vec" (the benchmark it runs)
         self.cmd = cmd            # argv without the common options
         self.env = env
         self.label = label        # relabel records' "system" to this (None: expect self.name)
@@ -170,6 +217,8 @@ class System:
         """The subset of `wanted` (run.py's --figures) this system measures; [] for all."""
         if not wanted:
             return []
+        if self.kind == "tok2vec":
+            return [f for f in wanted if f in TOK2VEC_FIGURES or (self.name == "bound" and f in TOK2VEC_BOUND_OF)]
         if self.name == "bound":
             return [f for f in wanted if f in BOUND_FIGURES or f in BOUND_OF.values()]
         if self.name.startswith("tenon"):
@@ -241,6 +290,9 @@ def build_systems(args):
         if not s.skip_reason and args.figures and not s.figures(args.figures):
             s.skip_reason = "measures none of the requested figures"
         systems.append(s)
+        t = tok2vec_system(name, args, aenv, have)
+        if t is not None:
+            systems.append(t)
     return systems
 
 
@@ -249,7 +301,7 @@ def run_system(s, args, rep):
     cmd = list(s.cmd) + ["--fraction", repr(args.fraction), "--latency-n", str(args.latency_n)]
     if args.figures:
         cmd += ["--figures", ",".join(s.figures(args.figures))]
-    log(f"repeat {rep}/{args.repeat}: {s.name}: {' '.join(cmd)}")
+    log(f"repeat {rep}/{args.repeat}: {s.name}{' (tok2vec)' if s.kind == 'tok2vec' else ''}: {' '.join(cmd)}")
     t0 = time.perf_counter()
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, env=s.env, text=True,
@@ -317,6 +369,8 @@ def fmt_value(v, unit):
         return f"{v:.4f}"
     if unit == "us":
         return f"{v:.1f}"
+    if unit == "words/s":
+        return f"{v:.0f}"
     return f"{v:.4g}" if abs(v) < 1 else f"{v:.3f}"
 
 
@@ -334,28 +388,33 @@ def print_bound(medians, systems, out):
     """The bound's reference rows: its value, then each system's figure as a multiple of it."""
     others = [s for s in systems if s not in REFERENCE_SYSTEMS and any(k[1] == s for k in medians)]
     rows = []
-    for f in BOUND_FIGURES:
+    bound_of = {**BOUND_OF, **TOK2VEC_BOUND_OF}
+    for f in BOUND_FIGURES + list(TOK2VEC_BOUND_OF):
         b = medians.get((f, "bound"))
         if not b:
             continue
         row = [f, b["unit"], fmt_value(b["value"], b["unit"])]
         for s in others:
-            r = medians.get((BOUND_OF[f], s))
-            row.append(f"{r['value'] / b['value']:.2f}x" if r and b["value"] > 0 else "-")
+            r = medians.get((bound_of[f], s))
+            if f in RATE_FIGURES:  # words/s: the time per word as a multiple of the bound's
+                row.append(f"{b['value'] / r['value']:.2f}x" if r and r["value"] > 0 else "-")
+            else:
+                row.append(f"{r['value'] / b['value']:.2f}x" if r and b["value"] > 0 else "-")
         rows.append(row)
     if not rows:
         return
-    print("\nGEMM-only bound (the MLP's matrix products alone, fastest single-thread sgemm) and each "
-          "system's figure as a multiple of it:", file=out)
+    print("\nGEMM-only bound (the model's matrix products alone, fastest single-thread sgemm) and each "
+          "system's time as a multiple of it:", file=out)
     print_rows(["bound", "unit", "bound"] + [f"{s}/bound" for s in others], rows, out)
-    print("(" + ", ".join(f"{f} bounds {BOUND_OF[f]}" for f in BOUND_FIGURES
+    print("(" + ", ".join(f"{f} bounds {bound_of[f]}" for f in bound_of
                           if (f, "bound") in medians) + ")", file=out)
 
 
 def print_table(medians, systems, out=sys.stdout):
     sys_names = [s for s in systems if s not in REFERENCE_SYSTEMS and any(k[1] == s for k in medians)]
     figs = [f for f in ALL_FIGURES if any(k[0] == f for k in medians)]
-    figs += sorted({k[0] for k in medians if k[1] not in REFERENCE_SYSTEMS} - set(figs))
+    figs += sorted({k[0] for k in medians if k[1] not in REFERENCE_SYSTEMS} - set(figs),
+                   key=lambda f: (FIGURES.index(f) if f in FIGURES else len(FIGURES), f))
     anchors = [s for s in sys_names if not s.startswith("tenon")]
     header = ["figure", "unit"] + sys_names
     if "tenon" in sys_names:
@@ -371,7 +430,9 @@ def print_table(medians, systems, out=sys.stdout):
             t = medians.get((f, "tenon"))
             for a in anchors:
                 r = medians.get((f, a))
-                if t and r and f not in HIGHER_IS_BETTER and t["value"] > 0:
+                if t and r and f in RATE_FIGURES and r["value"] > 0:  # words/s: tenon / anchor
+                    row.append(f"{t['value'] / r['value']:.2f}x")
+                elif t and r and f not in HIGHER_IS_BETTER and t["value"] > 0:
                     row.append(f"{r['value'] / t['value']:.2f}x")
                 else:
                     row.append("-")
@@ -379,8 +440,8 @@ def print_table(medians, systems, out=sys.stdout):
     if rows:
         print_rows(header, rows, out)
     if "tenon" in sys_names and anchors:
-        print("(ratio = anchor / tenon: how many times faster tenon is; lower is better for all timings)",
-              file=out)
+        print("(ratio = anchor / tenon: how many times faster tenon is; lower is better for all timings; "
+              "words/s: higher is better, ratio = tenon / anchor)", file=out)
     print_bound(medians, systems, out)
     print_check_cost(medians, sys_names, out)
     out.flush()
@@ -426,7 +487,7 @@ def main(argv=None):
     systems = build_systems(args)
     for s in systems:
         if s.skip_reason:
-            log(f"SKIP {s.name}: {s.skip_reason}")
+            log(f"SKIP {s.name}{' (tok2vec)' if s.kind == 'tok2vec' else ''}: {s.skip_reason}")
     samples = {}   # (figure, system) -> list of records
     problems = []
     for rep in range(1, args.repeat + 1):
@@ -469,15 +530,15 @@ def main(argv=None):
         os.replace(tmp, args.out)
         log(f"wrote {len(out_records)} median record(s) to {args.out}")
 
-    print(f"\ntenon benchmark: Fashion-MNIST MLP 784-512-512-10 — median of {args.repeat} repeat(s), "
+    print(f"\ntenon benchmark: Fashion-MNIST MLP 784-512-512-10 and spaCy's tok2vec tagger — median of {args.repeat} repeat(s), "
           f"fraction {args.fraction}, latency-n {args.latency_n}; {machine['cpu']}, {machine['cores']} cores")
     if medians:
-        print_table(medians, [s.name for s in systems])
+        print_table(medians, list(dict.fromkeys(s.name for s in systems)))
     else:
         print("(no results)")
     for s in systems:
         if s.skip_reason:
-            print(f"skipped {s.name}: {s.skip_reason}")
+            print(f"skipped {s.name}{' (tok2vec)' if s.kind == 'tok2vec' else ''}: {s.skip_reason}")
     for msg in problems:
         print(f"failed  {msg}")
     sys.stdout.flush()
