@@ -79,6 +79,7 @@ bool Node::replace_node(Node& old, const Node& replacement) {
     }
     const auto from = replacement.walk();
     if (!old.assign_from(replacement)) fail();
+    detail::layout_changed();  // a held plan may point at the old subtree's children
     const auto after = old.walk();
     for (Node* n : after) detail::ModelApi::renew_id(*n);
     if (after.size() == from.size()) remap(after, index_of(from), after);
@@ -124,6 +125,7 @@ bool Node::remove_node(Node& node) {
                         (parent ? parent->name() : std::string("?")) +
                         "' and cannot be removed: use replace_node instead",
                     "tenon-E234");
+    detail::layout_changed();
     // Walk order is breadth-first: taking a subtree out keeps the others' order.
     const auto after = walk();
     std::vector<std::size_t> moved(before.size(), npos);

@@ -51,6 +51,22 @@ Node& Node::operator=(const Node& o) {
         refs_ = o.refs_;
         fixed_attrs_ = o.fixed_attrs_;
         initialized_ = o.initialized_;
+        detail::layout_changed();
+    }
+    return *this;
+}
+
+Node& Node::operator=(Node&& o) noexcept {
+    if (this != &o) {
+        name_ = std::move(o.name_);
+        id_ = o.id_;
+        dims_ = std::move(o.dims_);
+        params_ = std::move(o.params_);
+        attrs_ = std::move(o.attrs_);
+        refs_ = std::move(o.refs_);
+        fixed_attrs_ = std::move(o.fixed_attrs_);
+        initialized_ = o.initialized_;
+        detail::layout_changed();
     }
     return *this;
 }
@@ -111,6 +127,7 @@ void Node::set_dim(std::string_view n, std::size_t value, bool force) {
         }
         initialized_ = false;
     }
+    if (d->value != value) detail::layout_changed();
     d->value = value;
 }
 
@@ -118,7 +135,10 @@ void Node::follow_dim(std::string_view n) {
     Dim* d = find_dim(n);
     if (!d) return;
     d->set_here = false;
-    if (const Node* o = dim_owner(n); o && o->has_dim(n)) d->value = o->get_dim(n);
+    if (const Node* o = dim_owner(n); o && o->has_dim(n) && d->value != o->get_dim(n)) {
+        d->value = o->get_dim(n);
+        detail::layout_changed();
+    }
 }
 
 bool Node::is_width(std::string_view n) noexcept { return n == "nO" || n == "nI"; }
@@ -134,6 +154,7 @@ void Node::resolve_dim(std::size_t i, std::size_t value) {
     if (value == 0 && is_width(d.name)) throw_zero_width("dimension '" + d.name + "' from the sample");
     if (d.value == dyn) {
         d.value = value;
+        detail::layout_changed();
         return;
     }
     if (d.value != value)
@@ -146,6 +167,7 @@ void Node::fix_dim(std::size_t i, std::size_t value) {
         detail::throw_width(name_, "dimension '" + d.name + "' (static " + std::to_string(value) +
                                        " from the layer before it in the chain)",
                             value, d.value);
+    if (d.value != value) detail::layout_changed();
     d.value = value;
     d.fixed = value;
 }
@@ -187,6 +209,7 @@ void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
     p.grad = Floats1d({n});
     p.grad_lazy_zero = false;
     p.allocated = true;
+    detail::layout_changed();
 }
 
 bool Node::has_param(std::string_view n) const noexcept {

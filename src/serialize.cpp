@@ -48,6 +48,7 @@ struct NodeAccess {
         n.refs_.swap(s.refs);
         n.initialized_ = s.initialized;
         if (s.extra) s.extra();
+        detail::layout_changed();
     }
     static Floats1d new_array(std::size_t n) { return Floats1d({n}); }
 };

@@ -27,6 +27,7 @@
 #include "tenon/model/diagnostics.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
+#include "tenon/lower/engine.hpp"  // after the model headers: a diagnostic's include trace stays short
 #include "tenon/util/flat_tuple.hpp"
 #include "tenon/util/pack.hpp"
 
@@ -310,9 +311,14 @@ public:
         for (Node* n : children()) f(*n);
     }
 
+    // Whether the last predict / begin_update ran through the model's plan (lower/engine.hpp).
+    bool uses_plan() const noexcept { return engine_.current.load(std::memory_order_acquire) != nullptr; }
+
     struct Backprop {
         FlatTuple<typename Ls::Backprop...> bps;
+        lowering::EngineBackprop<In, OutView> engine;  // set when the plan ran the forward pass
         In operator()(OutView dY) const {
+            if (engine) return engine(dY);
             if constexpr (homogeneous) {
                 using T = detail::chain_tables<Out, OutView, Ls...>;
                 if constexpr (N == 1) {
@@ -443,7 +449,13 @@ private:
         }
     }
 
+    // The model the user called runs through its plan (lower/engine.hpp) where it has one;
+    // a chain inside another model runs its layers (the outer plan walks into it).
     Out predict_impl(InView X) const {
+        if (detail::entry_depth == 1) {
+            Out Y;
+            if (lowering::engine_predict(*this, engine_, X, Y)) return Y;
+        }
         if constexpr (homogeneous) {
             Out cur = get<0>(layers_).predict(X);
             if constexpr (N > 1) {
@@ -463,6 +475,10 @@ private:
 
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
+        if (is_train && detail::entry_depth == 1) {
+            Out Y;
+            if (lowering::engine_forward(*this, engine_, X, Y, bp.engine)) return {std::move(Y), std::move(bp)};
+        }
         if constexpr (homogeneous) {
             auto [y0, b0] = get<0>(layers_)(X, is_train);
             get<0>(bp.bps) = std::move(b0);
@@ -486,6 +502,7 @@ private:
     }
 
     Layers layers_;
+    mutable lowering::EngineSlot engine_;
 };
 
 // True for the type of a chain (not for user types derived from one).
@@ -641,3 +658,5 @@ auto operator>>(A&& a, B&& b) {
 
 // The calls that no overload above takes (chain(), a non-model operand): E004, E005, E006.
 #include "tenon/combinators/chain_checks.hpp"
+// The plan (the engine's entry functions are defined there).
+#include "tenon/lower/lower.hpp"

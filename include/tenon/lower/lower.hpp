@@ -12,7 +12,10 @@
 //   std::cout << describe_plan(model, 128);      // the stages and the workspace for batch 128
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 #include <type_traits>
@@ -27,6 +30,7 @@
 #include "tenon/layers/sigmoid.hpp"
 #include "tenon/layers/sigmoid_activation.hpp"
 #include "tenon/layers/softmax.hpp"
+#include "tenon/lower/engine.hpp"
 #include "tenon/lower/plan.hpp"
 
 namespace tenon {
@@ -326,6 +330,49 @@ inline void finalize(PlanData& p) {
     p.layout();
 }
 
+// Whether two plans of one model run the same stages over the same widths and nodes (a plan
+// made before a change of the model against one made after it). `why`: the first difference.
+inline bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
+    if (a.stages.size() != b.stages.size() || a.bounds.size() != b.bounds.size()) {
+        why = "it had " + std::to_string(a.stages.size()) + " stages, it now has " + std::to_string(b.stages.size());
+        return false;
+    }
+    for (std::size_t i = 0; i < a.bounds.size(); ++i)
+        if (a.bounds[i].width != b.bounds[i].width) {
+            why = "the width at boundary " + std::to_string(i) + " was " + std::to_string(a.bounds[i].width) +
+                  ", it is now " + std::to_string(b.bounds[i].width);
+            return false;
+        }
+    for (std::size_t i = 0; i < a.stages.size(); ++i) {
+        const Stage &s = a.stages[i], &t = b.stages[i];
+        bool same = s.prim == t.prim && s.layer == t.layer && s.in == t.in && s.out == t.out && s.nI == t.nI &&
+                    s.nO == t.nO && s.nP == t.nP && s.ops.size() == t.ops.size();
+        for (std::size_t k = 0; same && k < s.ops.size(); ++k)
+            same = s.ops[k].kind == t.ops[k].kind && s.ops[k].node == t.ops[k].node && s.ops[k].skip == t.ops[k].skip;
+        if (!same) {
+            why = "stage " + std::to_string(i) + " (" + s.name + " " + std::to_string(s.nI) + "->" +
+                  std::to_string(s.nO) + ") is now " + t.name + " " + std::to_string(t.nI) + "->" + std::to_string(t.nO);
+            return false;
+        }
+    }
+    return true;
+}
+
+// Whether lower() accepts a model type: every layer it reaches outputs a Floats2d (the walk
+// goes into chains and residuals; the fused layers always do).
+template <class L>
+struct plannable {
+    static constexpr bool value = std::is_same_v<typename L::Out, Floats2d>;
+};
+template <class... Ls>
+struct plannable<Chain<Ls...>> {
+    static constexpr bool value = all_true<plannable<Ls>::value...>;
+};
+template <class L>
+struct plannable<Residual<L>> {
+    static constexpr bool value = plannable<L>::value;
+};
+
 }  // namespace lowering
 
 // The plan of a model (see the top of this file). Copyable; refers to the model, which
@@ -340,25 +387,48 @@ public:
     static constexpr bool head_input = !std::is_same_v<In, Floats2d>;
 
     explicit Plan(M& model) : model_(&model) {
-        if (!model.is_initialized())
-            throw Error("lower(): " + model.name() + " is not initialised: call initialize() first", "tenon-E170");
-        p_.model_name = model.name();
-        p_.bounds.push_back(lowering::Boundary{});
-        if constexpr (!head_input)
-            if (model.has_dim("nI")) p_.bounds[0].width = model.get_dim("nI");
-        typename M::Backprop dummy{};
-        lowering::Builder B{p_, reinterpret_cast<const char*>(&dummy)};
-        lowering::add(B, model, &dummy);
-        if (p_.stages.empty())
-            throw Error("lower(): " + model.name() + " has no stage", "tenon-E170");
-        lowering::finalize(p_);
+        epoch_.store(detail::layout_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
+        build(model, p_);
+    }
+    Plan(const Plan& o) : model_(o.model_), p_(o.p_), epoch_(o.epoch_.load(std::memory_order_relaxed)) {}
+    Plan& operator=(const Plan& o) {
+        model_ = o.model_;
+        p_ = o.p_;
+        epoch_.store(o.epoch_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        return *this;
+    }
+
+    // Whether the model still has the layout the plan was made for. A change anywhere (any
+    // model's set_dim, initialize, loaded file, ...) moves the layout epoch; the plan then
+    // makes its walk again and compares (a few microseconds, once per change).
+    bool is_current() const {
+        const std::uint64_t now = detail::layout_epoch.load(std::memory_order_acquire);
+        if (epoch_.load(std::memory_order_relaxed) == now) return true;
+        std::string why;
+        if (!matches_model(why)) return false;
+        epoch_.store(now, std::memory_order_relaxed);
+        return true;
+    }
+    // is_current(), or tenon-E172 naming what changed: a plan never reads a parameter of
+    // another shape than the one it was made for.
+    void require_current() const {
+        const std::uint64_t now = detail::layout_epoch.load(std::memory_order_acquire);
+        if (epoch_.load(std::memory_order_relaxed) == now) [[likely]]
+            return;
+        std::string why;
+        if (!matches_model(why))
+            throw Error("plan of " + p_.model_name + ": the model changed since lower() (" + why +
+                            "): call lower(model) again",
+                        "tenon-E172");
+        epoch_.store(now, std::memory_order_relaxed);
     }
 
     struct Backprop {
         const Plan* plan = nullptr;
         Floats1d ws;                      // the workspace of this call
         std::size_t rows = 0;
-        const float* x0 = nullptr;        // the caller's X (Floats2d input)
+        const float* x0 = nullptr;        // the caller's X (Floats2d input), or x_own's
+        Floats2d x_own;                   // a copy of X, when the caller may free it (the engine)
         Floats2d head_out;                // boundary 1 when the first layer is a head
         mutable typename M::Backprop store{};  // the Backprops of "layer" stages
         // Backpropagates dY: adds to the parameters' gradients and returns dX.
@@ -370,6 +440,7 @@ public:
 
     private:
         In run(Floats2dCView dY, bool input_grad) const {
+            plan->require_current();
             const lowering::PlanData& p = plan->p_;
             const std::size_t nO = p.bounds.back().width;
             if (dY.shape(0) != rows || dY.shape(1) != nO)
@@ -420,6 +491,7 @@ public:
 
     // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
     Floats2d predict(InView X) const {
+        require_current();
         check_finite_input(X, "predict");
         const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
         Floats2d head;
@@ -428,6 +500,7 @@ public:
         if constexpr (head_input) {
             const auto& s0 = p_.stages[0];
             s0.fns.predict(s0.layer, &X, head);
+            check_head(head);
             rows = head.shape(0);
             first = 1;
         } else {
@@ -454,21 +527,35 @@ public:
 
     // Training: (Y, backprop). X is read again by backprop (not copied): keep it alive.
     std::pair<Floats2d, Backprop> begin_update(InView X) {
+        Backprop bp;
+        Floats2d Y = forward(X, bp, false);
+        return {std::move(Y), std::move(bp)};
+    }
+    // The same into a given Backprop; copy_input: keep a copy of X in it (the model's own
+    // begin_update, whose caller may free X before calling backprop).
+    Floats2d forward(InView X, Backprop& bp, bool copy_input) {
+        require_current();
         check_finite_input(X, "begin_update");
         const detail::FiniteCheckOff inner;
-        Backprop bp;
         bp.plan = this;
         std::size_t first = 0;
         char* root = reinterpret_cast<char*>(&bp.store);
         if constexpr (head_input) {
             const auto& s0 = p_.stages[0];
             s0.fns.forward(s0.layer, &X, root + s0.bp_offset, bp.head_out);
+            check_head(bp.head_out);
             bp.rows = bp.head_out.shape(0);
             first = 1;
         } else {
             check_input(X);
             bp.rows = X.shape(0);
-            bp.x0 = X.data();
+            if (copy_input) {
+                bp.x_own = Floats2d({X.shape(0), X.shape(1)}, uninitialized);
+                std::memcpy(bp.x_own.data(), X.data(), X.size() * sizeof(float));
+                bp.x0 = bp.x_own.data();
+            } else {
+                bp.x0 = X.data();
+            }
         }
         bp.ws = Floats1d({p_.ws_floats(bp.rows, true)}, uninitialized);
         lowering::Ctx c = ctx(bp.ws.data(), bp.rows, true);
@@ -484,7 +571,20 @@ public:
             run_forward(c, first, root);
             if (p_.final_in_ws) std::memcpy(Y.data(), c.act(p_.bounds.size() - 1), Y.size() * sizeof(float));
         }
-        return {std::move(Y), std::move(bp)};
+        return Y;
+    }
+
+    // Whether the engine may run X through this plan without a check the model's own path
+    // would word differently: the width the first stage takes, and at least one row.
+    bool accepts(const InView& X) const {
+        if constexpr (head_input) return true;
+        else return X.shape(0) > 0 && X.shape(1) == p_.bounds[0].width;
+    }
+    // Whether the plan fuses anything (a plan of unfused layers alone only adds copies).
+    bool fuses() const {
+        for (const auto& s : p_.stages)
+            if (s.prim != lowering::Prim::layer || !s.ops.empty()) return true;
+        return false;
     }
 
     std::string describe() const { return lowering::describe_stages(p_); }
@@ -506,6 +606,14 @@ private:
     // The model's input check (tenon-E252), as the model's own entry points make it.
     void check_finite_input(const InView& X, const char* call) const {
         if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p_.model_name, call, X);
+    }
+    // The head layer's output must be as wide as the plan was made for (a head layer whose
+    // width changed would be caught by is_current; this names a layer that broke its own nO).
+    void check_head(const Floats2d& h) const {
+        if (h.shape(1) != p_.bounds[1].width)
+            throw ShapeError("plan of " + p_.model_name + ": " + p_.stages[0].name + " returned width " +
+                                 std::to_string(h.shape(1)) + ", expected " + std::to_string(p_.bounds[1].width),
+                             "tenon-E111");
     }
     void check_input(const InView& X) const {
         if constexpr (!head_input) {
@@ -540,8 +648,34 @@ private:
         }
     }
 
+    static void build(M& model, lowering::PlanData& p) {
+        if (!model.is_initialized())
+            throw Error("lower(): " + model.name() + " is not initialised: call initialize() first", "tenon-E170");
+        p.model_name = model.name();
+        p.bounds.push_back(lowering::Boundary{});
+        if constexpr (!head_input)
+            if (model.has_dim("nI")) p.bounds[0].width = model.get_dim("nI");
+        typename M::Backprop dummy{};
+        lowering::Builder B{p, reinterpret_cast<const char*>(&dummy)};
+        lowering::add(B, model, &dummy);
+        if (p.stages.empty())
+            throw Error("lower(): " + model.name() + " has no stage", "tenon-E170");
+        lowering::finalize(p);
+    }
+    bool matches_model(std::string& why) const {
+        lowering::PlanData now;
+        try {
+            build(*model_, now);
+        } catch (const Error& e) {
+            why = e.what();
+            return false;
+        }
+        return lowering::same_layout(p_, now, why);
+    }
+
     M* model_;
     lowering::PlanData p_;
+    mutable std::atomic<std::uint64_t> epoch_{0};
 };
 
 template <class M>
@@ -549,6 +683,71 @@ template <class M>
 Plan<M> lower(M& model) {
     return Plan<M>(model);
 }
+
+namespace lowering {
+
+// The engine's plan of a model: the slot's current one while the model keeps its layout, else
+// a new one (made under the slot's lock; the old one stays alive for calls still on it).
+// Null where the model has no plan worth running: a type lower() refuses, a plan that fuses
+// nothing, a model lower() cannot walk (it says why; the layers then run and give the error).
+template <class M>
+const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
+    if constexpr (!plannable<M>::value || !std::is_same_v<typename M::Out, Floats2d>) {
+        return nullptr;
+    } else {
+        if (!use_plans()) return nullptr;
+        const auto* plan = static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
+        if (plan && plan->is_current()) [[likely]]
+            return plan;
+        const std::uint64_t now = detail::layout_epoch.load(std::memory_order_acquire);
+        if (slot.none_at.load(std::memory_order_acquire) == now) return nullptr;
+        std::lock_guard<std::mutex> guard(slot.lock);
+        plan = static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
+        if (plan && plan->is_current()) return plan;
+        std::shared_ptr<Plan<M>> made;
+        try {
+            made = std::make_shared<Plan<M>>(model);
+        } catch (const Error&) {
+            made = nullptr;
+        }
+        if (!made || !made->fuses()) {
+            slot.current.store(nullptr, std::memory_order_release);
+            slot.none_at.store(now, std::memory_order_release);
+            return nullptr;
+        }
+        slot.kept.push_back(made);
+        slot.current.store(made.get(), std::memory_order_release);
+        return made.get();
+    }
+}
+
+template <class M>
+bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y) {
+    if constexpr (!plannable<M>::value || !std::is_same_v<typename M::Out, Floats2d>) {
+        return false;
+    } else {
+        const Plan<M>* plan = engine_plan(const_cast<M&>(model), slot);
+        if (!plan || !plan->accepts(X)) return false;
+        Y = plan->predict(X);
+        return true;
+    }
+}
+
+template <class M>
+bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
+                    EngineBackprop<typename M::In, typename M::OutView>& bp) {
+    if constexpr (!plannable<M>::value || !std::is_same_v<typename M::Out, Floats2d>) {
+        return false;
+    } else {
+        const Plan<M>* plan = engine_plan(model, slot);
+        if (!plan || !plan->accepts(X)) return false;
+        auto& pb = bp.template emplace<typename Plan<M>::Backprop>();
+        Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true);
+        return true;
+    }
+}
+
+}  // namespace lowering
 
 // The plan's stages, and with a batch size its workspace layout, as text.
 template <class M>

@@ -4,6 +4,7 @@
 // once in src/node.cpp; layers use the typed fast paths (dim(i), param(i)) on the hot path.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,6 +23,15 @@ namespace tenon {
 
 template <std::size_t>
 inline constexpr std::size_t always_dyn = dyn;
+
+namespace detail {
+// The layout epoch: bumped whenever any node's dims, parameter shapes or children may have
+// changed (set_dim, initialize, a loaded file, an assignment, replace_node/remove_node). A
+// plan records it when made and compares it at each call (one relaxed load): when it moved,
+// the plan checks that the model still has the layout it was made for (lower.hpp).
+inline std::atomic<std::uint64_t> layout_epoch{1};
+inline void layout_changed() noexcept { layout_epoch.fetch_add(1, std::memory_order_acq_rel); }
+}  // namespace detail
 
 // A parameter or gradient of any rank (<= 4), as get_param/get_grad return it.
 template <class T>
@@ -253,7 +263,7 @@ protected:
     Node(const Node& other);  // a copy is a new node: it gets a new id
     Node& operator=(const Node& other);
     Node(Node&&) noexcept = default;  // a move keeps the id
-    Node& operator=(Node&&) noexcept = default;
+    Node& operator=(Node&& other) noexcept;
 
     // Fast typed access for layer code.
     std::size_t dim(std::size_t i) const noexcept { return dims_[i].value; }

@@ -1,0 +1,147 @@
+// The engine: a model's own predict / begin_update run through its lowered plan (docs/lowering.md,
+// "The default path"). This header holds what a combinator needs before the plan's code is
+// known: the per-model cache of plans (EngineSlot), the type-erased plan backprop a model's
+// Backprop carries (EngineBackprop), and the declarations of the two entry functions, which
+// lower.hpp defines (chain.hpp includes it at its end).
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "tenon/model/node.hpp"
+#include "tenon/types/array.hpp"
+
+namespace tenon {
+namespace lowering {
+// TENON_USE_PLANS=0 in the environment starts a process with plans off.
+inline bool plans_default() noexcept {
+    const char* v = std::getenv("TENON_USE_PLANS");
+    return !(v && v[0] == '0' && v[1] == '\0');
+}
+inline std::atomic<bool> plans_on{plans_default()};
+}  // namespace lowering
+// Whether a model's own predict / begin_update run through its plan (the default). Off, each
+// layer runs by itself, as the plan's stages are checked against (tests, or to look at one
+// layer's behaviour alone); the results are the same up to rounding. Process-wide; starts
+// off when the environment has TENON_USE_PLANS=0.
+inline void set_use_plans(bool on) noexcept { lowering::plans_on.store(on, std::memory_order_relaxed); }
+inline bool use_plans() noexcept { return lowering::plans_on.load(std::memory_order_relaxed); }
+// set_use_plans(false) for a scope.
+class LayersOnly {
+public:
+    LayersOnly() noexcept : was_(use_plans()) { set_use_plans(false); }
+    ~LayersOnly() { set_use_plans(was_); }
+    LayersOnly(const LayersOnly&) = delete;
+    LayersOnly& operator=(const LayersOnly&) = delete;
+
+private:
+    bool was_;
+};
+}  // namespace tenon
+
+namespace tenon::lowering {
+
+// A model's plans. The current one is read with one atomic load per call; a plan made
+// earlier stays alive (kept) until the model is destroyed, so a call or a backprop still
+// running on it when another thread replaced it is safe. A copy or a move of the model
+// starts with an empty slot (a plan points at the model it was made from).
+class EngineSlot {
+public:
+    EngineSlot() = default;
+    EngineSlot(const EngineSlot&) noexcept {}
+    EngineSlot(EngineSlot&&) noexcept {}
+    EngineSlot& operator=(const EngineSlot&) noexcept {
+        reset();
+        return *this;
+    }
+    EngineSlot& operator=(EngineSlot&&) noexcept {
+        reset();
+        return *this;
+    }
+    // The model's contents were replaced: the next call makes a new plan.
+    void reset() noexcept { current.store(nullptr, std::memory_order_release); }
+
+    std::atomic<const void*> current{nullptr};
+    // The layout epoch at which the model was found not to need a plan (no stage to fuse) or
+    // not to allow one: no new attempt until the layout changes. 0: none.
+    std::atomic<std::uint64_t> none_at{0};
+    std::mutex lock;
+    std::vector<std::shared_ptr<const void>> kept;
+};
+
+// The plan's Backprop inside a model's Backprop, type-erased (the plan's type depends on the
+// model's, whose Backprop holds this). Its storage comes from tenon's block cache (no heap
+// allocation after warm-up); copies share it, as a backprop's state is read-only once made.
+template <class In, class OutView>
+class EngineBackprop {
+public:
+    EngineBackprop() = default;
+    EngineBackprop(const EngineBackprop& o) noexcept : box_(o.box_) {
+        if (box_) box_->refs.fetch_add(1, std::memory_order_relaxed);
+    }
+    EngineBackprop(EngineBackprop&& o) noexcept : box_(std::exchange(o.box_, nullptr)) {}
+    EngineBackprop& operator=(EngineBackprop o) noexcept {
+        std::swap(box_, o.box_);
+        return *this;
+    }
+    ~EngineBackprop() { release(); }
+
+    explicit operator bool() const noexcept { return box_ != nullptr; }
+    In operator()(OutView dY) const { return box_->call(box_->object(), dY); }
+
+    // Makes the box for a T (the plan's Backprop) and returns it to be filled.
+    template <class T>
+    T& emplace() {
+        release();
+        void* mem = tenon::detail::array_alloc(bytes<T>());
+        box_ = ::new (mem) Box{};
+        box_->bytes = bytes<T>();
+        box_->destroy = [](void* p) noexcept { static_cast<T*>(p)->~T(); };
+        box_->call = [](const void* p, OutView dY) -> In { return (*static_cast<const T*>(p))(dY); };
+        return *::new (box_->object()) T{};
+    }
+
+private:
+    struct Box {
+        std::atomic<int> refs{1};
+        std::size_t bytes = 0;
+        void (*destroy)(void*) noexcept = nullptr;
+        In (*call)(const void*, OutView) = nullptr;
+        void* object() noexcept { return reinterpret_cast<char*>(this) + header; }
+        const void* object() const noexcept { return reinterpret_cast<const char*>(this) + header; }
+    };
+    static constexpr std::size_t header = (sizeof(Box) + 63) / 64 * 64;
+    template <class T>
+    static constexpr std::size_t bytes() {
+        static_assert(alignof(T) <= 64);
+        return header + sizeof(T);
+    }
+    void release() noexcept {
+        if (!box_) return;
+        if (box_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            box_->destroy(box_->object());
+            const std::size_t n = box_->bytes;
+            box_->~Box();
+            tenon::detail::array_free(box_, n);
+        }
+        box_ = nullptr;
+    }
+    Box* box_ = nullptr;
+};
+
+// Defined in lower.hpp. Each returns false when the model does not run through a plan (a
+// type the plan does not cover, nothing to fuse, an input the plan would refuse): the caller
+// then runs its layers, which also give the usual errors.
+template <class M>
+bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y);
+template <class M>
+bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
+                    EngineBackprop<typename M::In, typename M::OutView>& bp);
+
+}  // namespace tenon::lowering

@@ -1,0 +1,192 @@
+// The engine (include/tenon/lower/engine.hpp): a model's own predict / begin_update run
+// through its plan. Results equal the layers' own (set_use_plans(false)), the plan follows the
+// model through re-initialisation, a held plan refuses a model that changed (tenon-E172), and
+// the caller may free X before calling backprop.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tenon/tenon.hpp"
+#include "unit/helpers.hpp"
+
+using namespace tenon;
+using Catch::Matchers::Contains;
+using testing::random_array;
+using testing::same;
+
+namespace {
+
+std::vector<std::vector<float>> all_params(Node& model, bool grads = false) {
+    std::vector<std::vector<float>> out;
+    for (Node* n : model.walk())
+        for (const auto& name : n->param_names())
+            if (n->has_param(name)) {
+                auto v = grads ? n->get_grad(name) : n->get_param(name);
+                out.emplace_back(v.begin(), v.end());
+            }
+    return out;
+}
+
+// Trains a (through its plan) and b (its layers alone) side by side from the same weights and
+// seeds; every step's output, dX and the weights after the update must agree bit for bit.
+template <class M>
+void train_side_by_side(M& a, const Floats2d& X, std::size_t nO, int steps) {
+    M b = a;
+    Optimizer oa = Adam(0.01), ob = Adam(0.01);
+    for (int step = 0; step < steps; ++step) {
+        const Floats2d dY = random_array(X.shape(0), nO, 300 + step);
+        fix_random_seed(70 + step);
+        auto [Ya, bpa] = a.begin_update(X);
+        const Floats2d dXa = bpa(dY);
+        REQUIRE(a.uses_plan());
+        Floats2d Yb, dXb;
+        {
+            const LayersOnly layers;
+            fix_random_seed(70 + step);
+            auto [y, bpb] = b.begin_update(X);
+            dXb = bpb(dY);
+            Yb = std::move(y);
+            REQUIRE(!b.uses_plan());
+        }
+        CHECK(same(Ya, Yb));
+        CHECK(same(dXa, dXb));
+        a.finish_update(oa);
+        {
+            const LayersOnly layers;
+            b.finish_update(ob);
+        }
+        CHECK(all_params(a) == all_params(b));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("engine: predict and training run through the plan and equal the layers", "[engine]") {
+    SECTION("an MLP with dropout, LayerNorm and a residual Maxout block") {
+        auto model = Relu<48>({.dropout = 0.1, .normalize = true}) >>
+                     residual(Maxout<48, 48, 3>({.normalize = true})) >> Softmax<7>();
+        const Floats2d X = random_array(33, 20, 1);
+        model.initialize(X);
+        const Floats2d P = model.predict(X);
+        CHECK(model.uses_plan());
+        Floats2d Q;
+        {
+            const LayersOnly layers;
+            Q = model.predict(X);
+        }
+        CHECK(same(P, Q));
+        train_side_by_side(model, X, 7, 4);
+    }
+    SECTION("an embedding head before dense layers") {
+        auto model = HashEmbed<16>(100, {.seed = 3}) >> Relu<12>() >> Softmax<5>();
+        Ints2d ids({9, 1});
+        for (std::size_t i = 0; i < 9; ++i) ids[i] = static_cast<int>(i * 7919 % 1000);
+        model.initialize(ids);
+        const Floats2d P = model.predict(ids);
+        CHECK(model.uses_plan());
+        const LayersOnly layers;
+        CHECK(same(P, model.predict(ids)));
+    }
+}
+
+TEST_CASE("engine: the caller may free X before calling backprop", "[engine]") {
+    auto model = Relu<16>() >> Softmax<4>();
+    const Floats2d X = random_array(10, 8, 2);
+    model.initialize(X);
+    auto b = model;  // the same weights, zero gradients
+    const Floats2d dY = random_array(10, 4, 3);
+    auto [Y, backprop] = model.begin_update(Floats2d(X));  // the copy is freed at the semicolon
+    const Floats2d scribble = random_array(10, 8, 4);      // likely takes the freed block
+    const Floats2d dX = backprop(dY);
+    CHECK(model.uses_plan());
+    const LayersOnly layers;
+    auto [Yb, bpb] = b.begin_update(X);
+    CHECK(same(bpb(dY), dX));
+    CHECK(all_params(b, true) == all_params(model, true));
+    CHECK(scribble.size() == 80);
+}
+
+TEST_CASE("engine: the plan follows the model through re-initialisation", "[engine]") {
+    auto model = Linear<12>() >> Relu<10>() >> Softmax<>();
+    const Floats2d X = random_array(6, 10, 5);
+    model.initialize(X, random_array(6, 3, 6));
+    auto held = lower(model);
+    CHECK(model.predict(X).shape(1) == 3);
+    CHECK(model.uses_plan());
+    // Other widths: the model's own calls make a new plan; the held one refuses (never reads
+    // the new, larger W with the old widths).
+    for (Node* n : model.walk())
+        if (n->has_dim("nO") && n->name() == "softmax") n->set_dim("nO", 9, true);
+    for (Node* n : model.walk())
+        if (n->has_dim("nI") && n->name() == "softmax") n->set_dim("nI", n->get_dim("nI"), true);
+    const Floats2d X2 = random_array(6, 10, 7);
+    model.initialize(X2, random_array(6, 9, 8));
+    const Floats2d P = model.predict(X2);
+    CHECK(P.shape(1) == 9);
+    CHECK(model.uses_plan());
+    {
+        const LayersOnly layers;
+        CHECK(same(P, model.predict(X2)));
+    }
+    CHECK_THROWS_WITH(held.predict(X2), Contains("tenon-E172") && Contains("lower(model) again"));
+    CHECK_THROWS_WITH(held.begin_update(X2), Contains("tenon-E172"));
+    // A backprop made before the change refuses too.
+    auto plan = lower(model);
+    auto [Y, bp] = plan.begin_update(X2);
+    model.initialize(X2, random_array(6, 9, 8));  // same widths: the plan is still good
+    CHECK_NOTHROW(bp(random_array(6, 9, 9)));
+    for (Node* n : model.walk())
+        if (n->name() == "softmax") n->set_dim("nO", 4, true);
+    CHECK_THROWS_WITH(bp(random_array(6, 9, 9)), Contains("tenon-E172"));
+}
+
+TEST_CASE("engine: a loaded file replaces the plan's parameters", "[engine]") {
+    auto a = Relu<12>() >> Relu<3>();  // (Softmax starts at zero weights: every output would be 1/3)
+    const Floats2d X = random_array(5, 6, 10);
+    fix_random_seed(1);
+    a.initialize(X);
+    auto b = Relu<12>() >> Relu<3>();
+    fix_random_seed(2);
+    b.initialize(X);
+    const Floats2d before = b.predict(X);
+    CHECK(b.uses_plan());
+    b.from_bytes(a.to_bytes());
+    CHECK(same(b.predict(X), a.predict(X)));
+    CHECK(!same(b.predict(X), before));
+}
+
+TEST_CASE("engine: predict from many threads gives the same bits", "[engine][threads]") {
+    auto model = Relu<32>({.dropout = 0.2, .normalize = true}) >> Softmax<4>();
+    const Floats2d X = random_array(40, 16, 11);
+    model.initialize(X);
+    Floats2d want;
+    {
+        const LayersOnly layers;
+        want = model.predict(X);
+    }
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+        ts.emplace_back([&] {
+            for (int i = 0; i < 100; ++i)
+                if (!same(model.predict(X), want)) ++bad;
+        });
+    for (auto& t : ts) t.join();
+    CHECK(bad == 0);
+    CHECK(model.uses_plan());
+}
+
+TEST_CASE("engine: models the plan does not run keep their layers' path", "[engine]") {
+    // Nothing to fuse: no plan is made.
+    auto emb = HashEmbed<8>(50, {.seed = 1}) >> Dropout(0.0);
+    Ints2d ids({4, 1});
+    for (std::size_t i = 0; i < 4; ++i) ids[i] = static_cast<int>(i + 1);
+    emb.initialize(ids);
+    CHECK(emb.predict(ids).shape() == std::array<std::size_t, 2>{4, 8});
+    // Another input width than the model's: the layers' own error (tenon-E101, the layer named).
+    auto model = Relu<8, 6>() >> Softmax<3>();
+    model.initialize();
+    CHECK_THROWS_WITH(model.predict(random_array(2, 5, 1)), Contains("tenon-E101") && Contains("relu"));
+}
