@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
                     std::fprintf(stderr, "%swarning: epoch %d, batch %zu: the loss is not finite (%g)\n", tty ? "\n" : "",
                                  epoch, done + 1, batch_loss);
                 }
-                backprop(loss.get_grad(Yh, Y));
+                // The images' gradient is not needed: params_only skips the product that makes it.
+                backprop.params_only(loss.get_grad(Yh, Y));
                 model.finish_update(opt);
                 ++done;
                 if (tty && (done % 47 == 0 || done == total))  // a bar that redraws itself

@@ -108,6 +108,30 @@ TEST_CASE("engine: the caller may free X before calling backprop", "[engine]") {
     CHECK(scribble.size() == 80);
 }
 
+TEST_CASE("engine: params_only gives backprop's gradients without dX", "[engine]") {
+    auto a = Relu<16>({.dropout = 0.25}) >> Maxout<8, 16, 2>({.normalize = true}) >> Softmax<4>();
+    const Floats2d X = random_array(12, 6, 21);
+    a.initialize(X);
+    auto b = a;
+    const Floats2d dY = random_array(12, 4, 22);
+    fix_random_seed(5);
+    auto [Ya, bpa] = a.begin_update(X);
+    bpa(dY);
+    fix_random_seed(5);
+    auto [Yb, bpb] = b.begin_update(X);
+    bpb.params_only(dY);
+    CHECK(b.uses_plan());
+    CHECK(all_params(a, true) == all_params(b, true));
+    // The layers' path too (it makes dX and drops it).
+    const LayersOnly layers;
+    auto c = Relu<16>() >> Softmax<4>();
+    c.initialize(X);
+    auto [Yc, bpc] = c.begin_update(X);
+    bpc.params_only(random_array(12, 4, 23));
+    CHECK(!c.uses_plan());
+    CHECK(testing::nonzero(c.walk()[2]->get_grad("W")));  // softmax (its W starts at zero: relu gets no gradient)
+}
+
 TEST_CASE("engine: the plan follows the model through re-initialisation", "[engine]") {
     auto model = Linear<12>() >> Relu<10>() >> Softmax<>();
     const Floats2d X = random_array(6, 10, 5);

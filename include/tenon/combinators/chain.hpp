@@ -332,6 +332,12 @@ public:
                 return backward_from<N - 1>(dY);
             }
         }
+        // The parameters' gradients alone, for a training loop that discards dX: through the
+        // plan, the product that makes dX is skipped (as large as the first layer's forward).
+        void params_only(OutView dY) const {
+            if (engine) engine.params_only(dY);
+            else (void)(*this)(dY);
+        }
 
     private:
         template <std::size_t I, class D>

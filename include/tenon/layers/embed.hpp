@@ -25,7 +25,7 @@ namespace tenon {
 struct EmbedOptions {
     std::size_t nO = dyn;     // for a dyn nO in the type (else from Y in initialize)
     std::size_t column = 0;   // the column of a 2-d input that holds the ids
-    std::optional<double> dropout;
+    std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
     Init initializer = {};    // default: uniform_init (-0.1, 0.1)
 };
 

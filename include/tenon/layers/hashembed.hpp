@@ -51,9 +51,9 @@ constexpr std::array<std::uint32_t, 4> murmurhash3_uint64(std::uint64_t val, std
 // Thinc's keyword arguments, for the options form HashEmbed<nO>(nV, {.seed = 1, ...}).
 struct HashEmbedOptions {
     std::size_t nO = dyn;                // for a dyn nO in the type (else from Y in initialize)
-    std::optional<std::uint32_t> seed;   // default: the layer's id, as Thinc
+    std::optional<std::uint32_t> seed{};  // default: the layer's id, as Thinc
     std::size_t column = 0;              // the column of a 2-d input that holds the ids
-    std::optional<double> dropout;
+    std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
     Init initializer = {};               // default: uniform_init (-0.1, 0.1)
 };
 

@@ -94,6 +94,7 @@ public:
 
     explicit operator bool() const noexcept { return box_ != nullptr; }
     In operator()(OutView dY) const { return box_->call(box_->object(), dY); }
+    void params_only(OutView dY) const { box_->params_only(box_->object(), dY); }
 
     // Makes the box for a T (the plan's Backprop) and returns it to be filled.
     template <class T>
@@ -104,6 +105,7 @@ public:
         box_->bytes = bytes<T>();
         box_->destroy = [](void* p) noexcept { static_cast<T*>(p)->~T(); };
         box_->call = [](const void* p, OutView dY) -> In { return (*static_cast<const T*>(p))(dY); };
+        box_->params_only = [](const void* p, OutView dY) { static_cast<const T*>(p)->params_only(dY); };
         return *::new (box_->object()) T{};
     }
 
@@ -113,6 +115,7 @@ private:
         std::size_t bytes = 0;
         void (*destroy)(void*) noexcept = nullptr;
         In (*call)(const void*, OutView) = nullptr;
+        void (*params_only)(const void*, OutView) = nullptr;
         void* object() noexcept { return reinterpret_cast<char*>(this) + header; }
         const void* object() const noexcept { return reinterpret_cast<const char*>(this) + header; }
     };
