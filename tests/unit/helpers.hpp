@@ -23,6 +23,18 @@ inline std::vector<float> values(CParamView p) { return {p.begin(), p.end()}; }
 inline bool nonzero(CParamView g) {
     return std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; });
 }
+// Every parameter's value (or gradient), copied, in walk order.
+inline std::vector<std::vector<float>> all_params(Node& model, bool grads = false) {
+    std::vector<std::vector<float>> out;
+    for (Node* n : model.walk())
+        for (const auto& name : n->param_names())
+            if (n->has_param(name)) {
+                auto v = grads ? n->get_grad(name) : n->get_param(name);
+                out.emplace_back(v.begin(), v.end());
+            }
+    return out;
+}
+inline std::vector<std::vector<float>> all_grads(Node& model) { return all_params(model, true); }
 // The same shape and values (==: -0 equals 0).
 inline bool same(const Floats2d& a, const Floats2d& b) {
     return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());

@@ -13,21 +13,11 @@
 
 using namespace tenon;
 using Catch::Matchers::Contains;
+using testing::all_params;
 using testing::random_array;
 using testing::same;
 
 namespace {
-
-std::vector<std::vector<float>> all_params(Node& model, bool grads = false) {
-    std::vector<std::vector<float>> out;
-    for (Node* n : model.walk())
-        for (const auto& name : n->param_names())
-            if (n->has_param(name)) {
-                auto v = grads ? n->get_grad(name) : n->get_param(name);
-                out.emplace_back(v.begin(), v.end());
-            }
-    return out;
-}
 
 // Trains a (through its plan) and b (its layers alone) side by side from the same weights and
 // seeds; every step's output, dX and the weights after the update must agree bit for bit.

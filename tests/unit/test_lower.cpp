@@ -25,18 +25,8 @@ void zero_grads(Node& model) {
             if (n->has_param(name))
                 for (float& g : n->get_grad(name)) g = 0.0f;
 }
-// Every parameter's gradient (or value), in walk order.
-std::vector<std::vector<float>> grads(Node& model, bool values = false) {
-    std::vector<std::vector<float>> out;
-    for (Node* n : model.walk())
-        for (const auto& name : n->param_names())
-            if (n->has_param(name)) {
-                auto v = values ? n->get_param(name) : n->get_grad(name);
-                out.emplace_back(v.begin(), v.end());
-            }
-    return out;
-}
-std::vector<std::vector<float>> params(Node& model) { return grads(model, true); }
+std::vector<std::vector<float>> grads(Node& model) { return testing::all_grads(model); }
+std::vector<std::vector<float>> params(Node& model) { return testing::all_params(model); }
 template <class A, class B>
 void check_close(const A& a, const B& b, const char* what) {
     INFO(what);
