@@ -277,3 +277,17 @@ TEST_CASE("nonfinite: training at a learning rate far too high stops with an err
     }
     CHECK((id == "tenon-E250" || id == "tenon-E134"));
 }
+
+TEST_CASE("nonfinite: the loss says a non-finite guess is a model gone wrong, not a missing Softmax", "[nonfinite]") {
+    Floats2d G({2, 3});
+    for (float& g : G) g = 1.0f / 3.0f;
+    Floats2d T({2, 3});
+    T.data()[0] = T.data()[4] = 1.0f;
+    G.data()[5] = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THROWS_WITH(CategoricalCrossentropy().get_grad(G, T),
+                      Catch::Matchers::Contains("tenon-E134") && Catch::Matchers::Contains("NaN at [1, 2]") &&
+                          Catch::Matchers::Contains("not finite") && !Catch::Matchers::Contains("Softmax"));
+    G.data()[5] = 1.5f;  // finite but not a probability: the usual hint
+    CHECK_THROWS_WITH(CategoricalCrossentropy().get_grad(G, T),
+                      Catch::Matchers::Contains("at [1, 2]") && Catch::Matchers::Contains("put a Softmax"));
+}

@@ -64,11 +64,24 @@ private:
                                  ", " + std::to_string(guesses.shape(1)) + ") but truths (" +
                                  std::to_string(truths.shape(0)) + ", " + std::to_string(truths.shape(1)) + ")",
                              "tenon-E133");
-        for (float g : guesses)
-            if (!(g >= 0.0f && g <= 1.0f))
+        const std::size_t n = guesses.shape(0) * guesses.shape(1);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float g = guesses.data()[i];
+            if (g >= 0.0f && g <= 1.0f) continue;
+            // A NaN or inf is a model gone wrong (a Softmax cannot output it from finite
+            // inputs), not a missing Softmax: say so.
+            const std::string at = " at [" + std::to_string(i / guesses.shape(1)) + ", " +
+                                   std::to_string(i % guesses.shape(1)) + "]";
+            if (!std::isfinite(g))
                 throw Error("CategoricalCrossentropy: guesses must be probabilities in [0, 1], found " +
-                                std::to_string(g) + " (put a Softmax before this loss)",
+                                std::string(std::isnan(g) ? "NaN" : g > 0 ? "inf" : "-inf") + at +
+                                ": the model's output is not finite (training diverged: lower the learning "
+                                "rate; or a weight or input holds NaN/inf, see docs/reliability.md)",
                             "tenon-E134");
+            throw Error("CategoricalCrossentropy: guesses must be probabilities in [0, 1], found " +
+                            std::to_string(g) + at + " (put a Softmax before this loss)",
+                        "tenon-E134");
+        }
     }
     CategoricalCrossentropyOptions opts_;
 };
