@@ -49,17 +49,21 @@ PREDICT_BATCH = 128
 REPEATS = 5
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(argv=None, figures=None, bound_of=None, description=None):
+    """The anchors' arguments; figures / bound_of: another bound's (tok2vec_bound.py's)."""
+    figures = BOUND_FIGURES if figures is None else figures
+    bound_of = BOUND_OF if bound_of is None else bound_of
+    p = argparse.ArgumentParser(description=description or __doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fraction", type=float, default=1.0, help="below 1: shorter timings (default 1.0)")
     p.add_argument("--latency-n", type=int, default=2000, help="ignored (accepted like the anchors)")
-    p.add_argument("--figures", default="", help="comma-separated subset of: " + ",".join(BOUND_FIGURES))
+    p.add_argument("--figures", default="", help="comma-separated subset of: " + ",".join(figures))
     p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1; 0 = library default)")
     args = p.parse_args(argv)
     wanted = [f.strip() for f in args.figures.split(",") if f.strip()]
-    to_bound = {v: k for k, v in BOUND_OF.items()}
-    figs = {f if f in BOUND_FIGURES else to_bound.get(f) for f in wanted} - {None}
-    args.figures = [f for f in BOUND_FIGURES if f in figs] if wanted else list(BOUND_FIGURES)
+    to_bound = {v: k for k, v in bound_of.items()}
+    figs = {f if f in figures else to_bound.get(f) for f in wanted} - {None}
+    args.figures = [f for f in figures if f in figs] if wanted else list(figures)
     if not (0.0 < args.fraction <= 1.0):
         p.error("--fraction must be in (0, 1]")
     return args

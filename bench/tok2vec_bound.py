@@ -27,7 +27,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_bound  # noqa: E402  (sets the thread limits from sys.argv before numpy loads)
 
-import argparse  # noqa: E402
 
 import anchor_common as common  # noqa: E402
 import tok2vec_data as data  # noqa: E402
@@ -43,19 +42,7 @@ FIGURES = list(BOUND_OF)
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--fraction", type=float, default=1.0, help="below 1: shorter timings (default 1.0)")
-    p.add_argument("--latency-n", type=int, default=2000, help="ignored (accepted like the anchors)")
-    p.add_argument("--figures", default="", help="comma-separated subset of: " + ",".join(FIGURES))
-    p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1; 0 = library default)")
-    args = p.parse_args(argv)
-    wanted = [f.strip() for f in args.figures.split(",") if f.strip()]
-    to_bound = {v: k for k, v in BOUND_OF.items()}
-    figs = {f if f in FIGURES else to_bound.get(f) for f in wanted} - {None}
-    args.figures = [f for f in FIGURES if f in figs] if wanted else list(FIGURES)
-    if not (0.0 < args.fraction <= 1.0):
-        p.error("--fraction must be in (0, 1]")
-    return args
+    return gemm_bound.parse_args(argv, FIGURES, BOUND_OF, __doc__)
 
 
 def products(words, docs, train):
