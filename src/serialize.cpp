@@ -31,6 +31,10 @@ struct NodeAccess {
     static const std::vector<std::pair<std::string, Attr>>& attrs(const Node& n) { return n.attrs_; }
     static const std::vector<std::pair<std::string, Node*>>& refs(const Node& n) { return n.refs_; }
     static bool initialized(const Node& n) { return n.initialized_; }
+    // A dim's value as get_dim reads it (its owner's where the node follows one), dyn if unknown.
+    static std::size_t dim_value(const Node& n, std::string_view name) {
+        return n.has_dim(name) ? n.get_dim(name) : dyn;
+    }
 
     // What restore() puts into a node, made in full before any node changes.
     struct Staged {
@@ -599,7 +603,10 @@ ModelState capture(const Node& model) {
         s.path = w.paths[i];
         s.initialized = A::initialized(n);
         s.n_children = w.n_children[i];
-        for (const auto& d : A::dims(n)) s.dims.emplace_back(d.name, d.value);
+        // Each dim as get_dim reads it: a chain's nI and nO are its layers' where it follows
+        // them (Node::dim_owner), so a layer's forced set_dim is in the file at once, not the
+        // width the chain had at its last initialize.
+        for (const auto& d : A::dims(n)) s.dims.emplace_back(d.name, A::dim_value(n, d.name));
         s.attrs = A::attrs(n);
         n.save_extra(s.attrs);
         for (const auto& p : A::params(n)) {
@@ -691,8 +698,9 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
                 fail(path + ": dim " + dim.name + ": expected " + std::to_string(dim.fixed) +
                          " (static in the model's type) but the " + src + " has " + std::to_string(v),
                      "tenon-E205");
-            if (dim.value != dyn && v != dim.value)
-                fail(path + ": dim " + dim.name + ": expected " + std::to_string(dim.value) + " (set in the model) but the " +
+            const std::size_t have = A::dim_value(node, dim.name);  // what the model reads now
+            if (have != dyn && v != have)
+                fail(path + ": dim " + dim.name + ": expected " + std::to_string(have) + " (set in the model) but the " +
                          src + " has " + std::to_string(v),
                      "tenon-E205");
             dim.value = v;

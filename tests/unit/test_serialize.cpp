@@ -365,6 +365,47 @@ TEST_CASE("optimizer state: training resumed from a checkpoint equals the uninte
     }
 }
 
+// A layer's forced set_dim is its chain's new width at once (test_errors: "a chain's nI
+// follows its first layer's forced set_dim"); a file saved before the next initialize() says
+// so too. It used to hold the chain's width of its last initialize (4 here) beside the
+// layer's 7: a file that contradicted itself and the model's get_dim("nI").
+TEST_CASE("a file saved after a layer's forced set_dim has the chain's new width", "[serialize]") {
+    auto make = [] { return Relu<>({.nO = 6}) >> Softmax<3>(); };
+    auto dim_of = [](const NodeState& n, const char* name) {
+        for (const auto& [dn, v] : n.dims)
+            if (dn == name) return v;
+        return std::size_t{0};
+    };
+    auto m = make();
+    m.initialize(Floats2d({2, 4}));
+    m.layer<0>().set_dim("nI", 7, true);
+    REQUIRE(m.get_dim("nI") == 7u);
+    const Bytes bytes = m.to_bytes();
+    const ModelState st = decode_model(bytes);
+    REQUIRE(st.nodes.size() == 3);
+    CHECK(dim_of(st.nodes[0], "nI") == 7u);  // the chain
+    CHECK(dim_of(st.nodes[1], "nI") == 7u);  // its first layer
+    CHECK(dim_of(st.nodes[0], "nO") == 3u);
+    CHECK(capture(m).nodes[0].dims == st.nodes[0].dims);
+    // The file loads back into the model that wrote it, and into a fresh one, which
+    // initialize() (no data needed: the widths are known) then completes.
+    CHECK(m.can_from_bytes(bytes).empty());
+    m.from_bytes(bytes);
+    CHECK(m.to_bytes() == bytes);
+    auto fresh = make();
+    fresh.from_bytes(bytes);
+    CHECK(fresh.get_dim("nI") == 7u);
+    CHECK(fresh.to_bytes() == bytes);
+    CHECK_FALSE(fresh.layer<0>().is_initialized());
+    fresh.initialize();
+    CHECK(fresh.predict(random_array(2, 7, 25)).shape() == std::array<std::size_t, 2>{2, 3});
+    // And once initialised again, the file is an ordinary one.
+    m.initialize();
+    auto again = make();
+    again.from_bytes(m.to_bytes());
+    CHECK(same_bits(again.predict(random_array(2, 7, 26)), m.predict(random_array(2, 7, 26))));
+}
+
 TEST_CASE("node paths", "[serialize]") {
     auto model = Relu<4>() >> clone(residual(expand_window<1>() >> Maxout<4>({.nP = 2})), 2) >> Softmax<2>();
     const auto paths = node_paths(model);
