@@ -64,6 +64,7 @@ struct OptimizerAccess {
     static const std::map<std::pair<std::uint64_t, std::string>, State>& states(const Optimizer& o) {
         return o.state_;
     }
+    static std::size_t& skipped(Optimizer& o) { return o.skipped_; }
 };
 }  // namespace detail
 
@@ -200,8 +201,12 @@ std::vector<std::uint8_t> envelope(Kind kind, const std::string& body) {
     return out;
 }
 
-// The body of a well-formed envelope of the given kind.
-std::span<const std::uint8_t> open_envelope(std::span<const std::uint8_t> data, Kind kind) {
+// The body of a well-formed envelope of the given kind, and the format version it was written in.
+struct Opened {
+    std::span<const std::uint8_t> body;
+    std::uint32_t version;
+};
+Opened open_envelope(std::span<const std::uint8_t> data, Kind kind) {
     if (data.size() < 8 || std::memcmp(data.data(), kMagic, 8) != 0)
         fail("not a tenon file: expected the magic bytes \\x89TENON\\r\\n at the start" +
                  std::string(data.size() < 8 ? " (the data has only " + std::to_string(data.size()) + " bytes)" : ""),
@@ -233,7 +238,7 @@ std::span<const std::uint8_t> open_envelope(std::span<const std::uint8_t> data, 
         fail("corrupted file: checksum mismatch (the header says CRC-32 " + std::to_string(crc) +
                  ", the content has " + std::to_string(found) + ")",
              "tenon-E203");
-    return data.subspan(kHeader);
+    return {data.subspan(kHeader), version};
 }
 
 // ---- the body: cereal's portable binary archive, little-endian --------------------------
@@ -478,6 +483,7 @@ void write_optimizer(Writer& w, const Optimizer& opt, const Node& model) {
     w.f64(o.grad_clip);
     w.u8(o.L2_is_weight_decay);
     w.u8(o.use_averages);
+    w.u64(opt.skipped_steps());  // format version 2 on
     const auto& states = detail::OptimizerAccess::states(opt);
     const auto nodes = model.walk();
     std::vector<std::tuple<std::uint64_t, std::string, const detail::OptimizerAccess::State*>> entries;
@@ -501,11 +507,13 @@ void write_optimizer(Writer& w, const Optimizer& opt, const Node& model) {
 struct OptimizerStaged {
     std::vector<std::uint64_t> ids;  // the model's nodes, sorted
     OptimizerOptions options;
+    std::uint64_t skipped = 0;  // Optimizer::skipped_steps (0 in a version 1 file, which has none)
     std::map<std::pair<std::uint64_t, std::string>, detail::OptimizerAccess::State> states;
 };
 
-// `pending`: the model state a checkpoint loads with it (the sizes are that state's).
-OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* pending) {
+// `pending`: the model state a checkpoint loads with it (the sizes are that state's);
+// `version`: the file's format version.
+OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* pending, std::uint32_t version) {
     OptimizerStaged st;
     auto& o = st.options;
     o.learn_rate = r.f64();
@@ -516,6 +524,7 @@ OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* p
     o.grad_clip = r.f64();
     o.L2_is_weight_decay = r.boolean("L2_is_weight_decay");
     o.use_averages = r.boolean("use_averages");
+    if (version >= 2) st.skipped = r.u64();
     const auto nodes = model.walk();
     Walked walked = walk_with_paths(const_cast<Node&>(model));
     for (const Node* node : nodes) st.ids.push_back(node->id());
@@ -563,6 +572,7 @@ OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* p
 void commit_optimizer(Optimizer& opt, OptimizerStaged& st) noexcept {
     st.options.on_nonfinite = opt.options().on_nonfinite;  // this run's policy, not in the file
     detail::OptimizerAccess::options(opt) = st.options;
+    detail::OptimizerAccess::skipped(opt) = static_cast<std::size_t>(st.skipped);
     auto& states = detail::OptimizerAccess::states(opt);
     // The model's entries are replaced; entries of other models stay.
     for (auto it = states.begin(); it != states.end();)
@@ -822,7 +832,7 @@ std::vector<std::uint8_t> to_bytes(const Node& model) {
 }
 
 ModelState decode_model(std::span<const std::uint8_t> data) {
-    auto body = open_envelope(data, Kind::model);
+    auto body = open_envelope(data, Kind::model).body;  // a model body is the same in versions 1 and 2
     return decoding([&] {
         Reader r(body);
         ModelState st = read_state(r);
@@ -850,10 +860,10 @@ std::vector<std::uint8_t> optimizer_to_bytes(const Optimizer& optimizer, const N
 }
 
 void optimizer_from_bytes(Optimizer& optimizer, const Node& model, std::span<const std::uint8_t> data) {
-    auto body = open_envelope(data, Kind::optimizer);
+    const Opened file = open_envelope(data, Kind::optimizer);
     OptimizerStaged st = decoding([&] {
-        Reader r(body);
-        auto s = read_optimizer(r, model, nullptr);
+        Reader r(file.body);
+        auto s = read_optimizer(r, model, nullptr, file.version);
         if (r.remaining()) Reader::corrupt(std::to_string(r.remaining()) + " bytes after the optimizer state");
         return s;
     });
@@ -872,14 +882,14 @@ std::vector<std::uint8_t> checkpoint_to_bytes(const Node& model, const Optimizer
 }
 
 void checkpoint_from_bytes(Node& model, Optimizer& optimizer, std::span<const std::uint8_t> data) {
-    auto body = open_envelope(data, Kind::checkpoint);
+    const Opened file = open_envelope(data, Kind::checkpoint);
     ModelState st;
     OptimizerStaged opt;
     Rng::State rng{};
     decoding([&] {
-        Reader r(body);
+        Reader r(file.body);
         st = read_state(r);
-        opt = read_optimizer(r, model, &st);
+        opt = read_optimizer(r, model, &st, file.version);
         for (auto& s : rng.s) s = r.u64();
         rng.spare = r.f64();
         rng.has_spare = r.boolean("the generator's spare flag");

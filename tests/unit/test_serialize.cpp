@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 
 #include "tenon/io/serialize.hpp"
 #include "tenon/tenon.hpp"
@@ -365,6 +366,61 @@ TEST_CASE("optimizer state: training resumed from a checkpoint equals the uninte
     }
 }
 
+// Optimizer::skipped_steps() (NonFinite::skip) is the optimizer's state: a checkpoint and an
+// optimizer state file carry it (format version 2 on), so that a run resumed from one goes on
+// counting from where it was; a file without it (version 1) loads as 0.
+TEST_CASE("optimizer state: the count of skipped steps is saved and restored", "[serialize][nonfinite]") {
+    auto make = [] { return Relu<8>() >> Softmax<3>(); };
+    const Floats2d X = random_array(6, 4, 24);
+    Floats2d Y({6, 3});
+    for (std::size_t r = 0; r < 6; ++r) Y(r, r % 3) = 1.0f;
+    auto step = [&](auto& m, Optimizer& opt, bool nan) {
+        auto [Yh, backprop] = m.begin_update(X);
+        Floats2d dY = CategoricalCrossentropy().get_grad(Yh, Y);
+        if (nan) dY(0, 0) = std::numeric_limits<float>::quiet_NaN();
+        backprop(dY);
+        m.finish_update(opt);
+    };
+    auto a = make();
+    a.initialize(X, Y);
+    Optimizer opt_a = Adam({.learn_rate = 0.01, .on_nonfinite = NonFinite::skip});
+    step(a, opt_a, false);
+    step(a, opt_a, true);
+    step(a, opt_a, true);
+    step(a, opt_a, false);
+    step(a, opt_a, true);
+    REQUIRE(opt_a.skipped_steps() == 3);
+
+    SECTION("a checkpoint") {
+        const Bytes checkpoint = checkpoint_to_bytes(a, opt_a);
+        auto b = make();
+        Optimizer opt_b = Adam({.on_nonfinite = NonFinite::skip});
+        checkpoint_from_bytes(b, opt_b, checkpoint);
+        CHECK(opt_b.skipped_steps() == 3);
+        CHECK(opt_b.nr_update(b.layer<0>().id(), "W") == 2);
+        // Resumed: the count goes on from the checkpoint's.
+        step(b, opt_b, true);
+        CHECK(opt_b.skipped_steps() == 4);
+        CHECK(checkpoint_to_bytes(b, opt_b) != checkpoint);
+        // Loading replaces the count, as it replaces the rest of the optimizer's state.
+        checkpoint_from_bytes(b, opt_b, checkpoint);
+        CHECK(opt_b.skipped_steps() == 3);
+        CHECK(checkpoint_to_bytes(b, opt_b) == checkpoint);
+    }
+    SECTION("the optimizer alone") {
+        Optimizer opt_c = Adam(0.01);
+        optimizer_from_bytes(opt_c, a, optimizer_to_bytes(opt_a, a));
+        CHECK(opt_c.skipped_steps() == 3);
+        CHECK(optimizer_to_bytes(opt_c, a) == optimizer_to_bytes(opt_a, a));
+    }
+    SECTION("a checkpoint that does not load changes no count") {
+        auto d = Relu<8>() >> Softmax<4>();
+        Optimizer opt_d = Adam({.on_nonfinite = NonFinite::skip});
+        CHECK_THROWS_AS(checkpoint_from_bytes(d, opt_d, checkpoint_to_bytes(a, opt_a)), LoadError);
+        CHECK(opt_d.skipped_steps() == 0);
+    }
+}
+
 // A layer's forced set_dim is its chain's new width at once (test_errors: "a chain's nI
 // follows its first layer's forced set_dim"); a file saved before the next initialize() says
 // so too. It used to hold the chain's width of its last initialize (4 here) beside the
@@ -436,9 +492,10 @@ TEST_CASE("refs are saved as walk indices", "[serialize]") {
 }
 
 // ---- golden files ------------------------------------------------------------------------
-// tests/golden/ holds files written by format version 1 with their expected predictions;
-// every later version must load them and predict the same. TENON_WRITE_GOLDEN=1 rewrites
-// them (only ever for a new file name: never change an existing golden file).
+// tests/golden/ holds the files each format version wrote (mlp_vN.tenon, mlp_vN.checkpoint,
+// textcat_vN.tenon) with their expected predictions (*_vN.expected); every later version
+// must load them and predict the same. TENON_WRITE_GOLDEN=1 writes this build's version's
+// files where they are missing (a new version's); an existing golden file is never rewritten.
 namespace {
 auto golden_mlp() { return Relu<16>({.dropout = 0.2}) >> Relu<16>({.normalize = true}) >> Softmax<>(SoftmaxOptions{.nO = 4}); }
 auto golden_textcat() {
@@ -495,58 +552,85 @@ std::string read_text(const std::string& path) {
     auto b = read_file(path);
     return std::string(b.begin(), b.end());
 }
-void write_text(const std::string& path, const std::string& text) {
-    write_file(path, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+// The files of this build's version, written where missing. Version 1's were written the
+// same way without the skipped step (format version 1 has no count of skipped steps).
+void write_golden(const Floats2d& X, const List<Ints2d>& docs) {
+    const std::string v = "_v" + std::to_string(model_file_version);
+    auto write_new = [](const std::string& name, std::span<const std::uint8_t> bytes) {
+        if (!std::filesystem::exists(golden_path(name.c_str()))) write_file(golden_path(name.c_str()), bytes);
+    };
+    auto text = [](const std::string& t) {
+        return std::span(reinterpret_cast<const std::uint8_t*>(t.data()), t.size());
+    };
+    fix_random_seed(2026);
+    auto mlp = golden_mlp();
+    Floats2d Y({7, 4});
+    for (std::size_t r = 0; r < 7; ++r) Y(r, r % 4) = 1.0f;
+    mlp.initialize(X, Y);
+    Optimizer opt = Adam({.learn_rate = 0.01, .on_nonfinite = NonFinite::skip});
+    for (int k = 0; k < 4; ++k) {
+        auto [Yh, bp] = mlp.begin_update(X);
+        Floats2d dY = CategoricalCrossentropy().get_grad(Yh, Y);
+        if (k == 3) dY(0, 0) = std::numeric_limits<float>::quiet_NaN();  // a skipped step
+        bp(dY);
+        mlp.finish_update(opt);
+    }
+    REQUIRE(opt.skipped_steps() == 1);
+    write_new("mlp" + v + ".tenon", mlp.to_bytes());
+    write_new("mlp" + v + ".checkpoint", checkpoint_to_bytes(mlp, opt));
+    const Floats2d P = mlp.predict(X);
+    write_new("mlp" + v + ".expected", text(hex_floats(P.data(), P.size())));
+    auto textcat = golden_textcat();
+    textcat.initialize(docs);
+    write_new("textcat" + v + ".tenon", textcat.to_bytes());
+    const Floats2d Q = textcat.predict(docs);
+    write_new("textcat" + v + ".expected", text(hex_floats(Q.data(), Q.size())));
 }
 }  // namespace
 
-TEST_CASE("golden files written by format version 1 load and predict the same", "[serialize][golden]") {
+TEST_CASE("golden files of every format version load and predict the same", "[serialize][golden]") {
     const Floats2d X = golden_X(7);
     const List<Ints2d> docs = golden_docs();
-    if (std::getenv("TENON_WRITE_GOLDEN")) {
-        fix_random_seed(2026);
-        auto mlp = golden_mlp();
-        Floats2d Y({7, 4});
-        for (std::size_t r = 0; r < 7; ++r) Y(r, r % 4) = 1.0f;
-        mlp.initialize(X, Y);
-        Optimizer opt = Adam(0.01);
-        for (int k = 0; k < 3; ++k) {
-            auto [Yh, bp] = mlp.begin_update(X);
-            bp(CategoricalCrossentropy().get_grad(Yh, Y));
-            mlp.finish_update(opt);
+    if (std::getenv("TENON_WRITE_GOLDEN")) write_golden(X, docs);
+    for (std::uint32_t version = 1; version <= model_file_version; ++version) {
+        CAPTURE(version);
+        const std::string v = "_v" + std::to_string(version);
+        const bool current = version == model_file_version;
+        auto path = [&](const char* stem, const char* ext) { return golden_path((stem + v + ext).c_str()); };
+        {  // the MLP
+            auto mlp = golden_mlp();
+            mlp.from_disk(path("mlp", ".tenon"));
+            const Floats2d P = mlp.predict(X);
+            CHECK(close_to_expected(P, read_text(path("mlp", ".expected"))));
+            if (current) CHECK(mlp.to_bytes() == read_file(path("mlp", ".tenon")));
         }
-        mlp.to_disk(golden_path("mlp_v1.tenon"));
-        write_file(golden_path("mlp_v1.checkpoint"), checkpoint_to_bytes(mlp, opt));
-        const Floats2d P = mlp.predict(X);
-        write_text(golden_path("mlp_v1.expected"), hex_floats(P.data(), P.size()));
-        auto textcat = golden_textcat();
-        textcat.initialize(docs);
-        textcat.to_disk(golden_path("textcat_v1.tenon"));
-        const Floats2d Q = textcat.predict(docs);
-        write_text(golden_path("textcat_v1.expected"), hex_floats(Q.data(), Q.size()));
-    }
-    SECTION("MLP") {
-        auto mlp = golden_mlp();
-        mlp.from_disk(golden_path("mlp_v1.tenon"));
-        const Floats2d P = mlp.predict(X);
-        CHECK(close_to_expected(P, read_text(golden_path("mlp_v1.expected"))));
-        if (model_file_version == 1) CHECK(mlp.to_bytes() == read_file(golden_path("mlp_v1.tenon")));
-    }
-    SECTION("checkpoint") {
-        auto mlp = golden_mlp();
-        Optimizer opt = Adam(0.5);
-        checkpoint_from_bytes(mlp, opt, read_file(golden_path("mlp_v1.checkpoint")));
-        CHECK(opt.learn_rate() == 0.01);
-        CHECK(opt.nr_update(mlp.layer<0>().id(), "W") == 3);
-        const Floats2d P = mlp.predict(X);
-        CHECK(close_to_expected(P, read_text(golden_path("mlp_v1.expected"))));
-    }
-    SECTION("tok2vec text classifier") {
-        auto textcat = golden_textcat();
-        textcat.from_disk(golden_path("textcat_v1.tenon"));
-        const Floats2d Q = textcat.predict(docs);
-        CHECK(close_to_expected(Q, read_text(golden_path("textcat_v1.expected"))));
-        if (model_file_version == 1) CHECK(textcat.to_bytes() == read_file(golden_path("textcat_v1.tenon")));
+        {  // its training checkpoint
+            auto mlp = golden_mlp();
+            Optimizer opt = Adam({.learn_rate = 0.5, .on_nonfinite = NonFinite::skip});
+            // Two steps skipped before the load (a parameter outside the model): the count
+            // becomes the file's, 0 for a file of version 1, which has none.
+            Floats1d w({1}), g({1});
+            for (int k = 0; k < 2; ++k) {
+                g[0] = std::numeric_limits<float>::quiet_NaN();
+                opt.update(987654321, "W", w.view(), g.view());
+            }
+            REQUIRE(opt.skipped_steps() == 2);
+            const Bytes file = read_file(path("mlp", ".checkpoint"));
+            checkpoint_from_bytes(mlp, opt, file);
+            CHECK(opt.learn_rate() == 0.01);
+            CHECK(opt.nr_update(mlp.layer<0>().id(), "W") == 3);
+            CHECK(opt.skipped_steps() == (version >= 2 ? 1u : 0u));
+            const Floats2d P = mlp.predict(X);
+            CHECK(close_to_expected(P, read_text(path("mlp", ".expected"))));
+            if (current) CHECK(checkpoint_to_bytes(mlp, opt) == file);
+        }
+        {  // the tok2vec text classifier
+            auto textcat = golden_textcat();
+            textcat.from_disk(path("textcat", ".tenon"));
+            const Floats2d Q = textcat.predict(docs);
+            CHECK(close_to_expected(Q, read_text(path("textcat", ".expected"))));
+            if (current) CHECK(textcat.to_bytes() == read_file(path("textcat", ".tenon")));
+        }
     }
 }
 

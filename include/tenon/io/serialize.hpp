@@ -22,8 +22,10 @@
 
 namespace tenon {
 
-// The format this build writes; it reads every version up to this one.
-inline constexpr std::uint32_t model_file_version = 1;
+// The format this build writes; it reads every version up to this one (docs/serialization.md,
+// "Versioning policy"). 2: the optimizer state (and so a checkpoint) holds
+// Optimizer::skipped_steps; 1: the first, without it (loads as 0).
+inline constexpr std::uint32_t model_file_version = 2;
 
 // A model's file, as model.to_bytes() / from_bytes() / can_from_bytes().
 std::vector<std::uint8_t> to_bytes(const Node& model);
