@@ -34,17 +34,20 @@ test: build
 	@$(PY) tests/run_tests.py $(BUILD)
 
 # The thread tests (the matrix product on 3 threads, the plan's row passes split over
-# threads, models' plans made and used from many threads, errors raised on several threads)
-# under ThreadSanitizer, in their own build dir ($(BUILD)-tsan).
+# threads, models' plans made and used from many threads, errors raised on several threads,
+# a tok2vec and a text classifier predicting from several threads) under ThreadSanitizer, in
+# their own build dir ($(BUILD)-tsan).
 test-tsan: deps
 	@[ -f $(BUILD)-tsan/build.ninja ] || meson setup $(BUILD)-tsan --buildtype=debugoptimized \
 	  -Db_sanitize=thread -Dexamples=false -Dbench=false >/dev/null
-	ninja -C $(BUILD)-tsan tests/test_threads tests/test_gemm tests/test_lower tests/test_engine tests/test_errors
+	ninja -C $(BUILD)-tsan tests/test_threads tests/test_gemm tests/test_lower tests/test_engine tests/test_errors \
+	  tests/integration/test_tok2vec
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_threads
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_lower "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_engine "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_errors "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 TENON_NUM_THREADS=3 $(BUILD)-tsan/tests/test_gemm
+	TSAN_OPTIONS=halt_on_error=1 TENON_NUM_THREADS=3 $(BUILD)-tsan/tests/integration/test_tok2vec "[threads]"
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build dir
 # ($(BUILD)-asan), ending as make test does. Array memory bypasses tenon's block cache there, so

@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -447,6 +449,69 @@ TEST_CASE("tok2vec: edge cases", "[integration][tok2vec][edge]") {
         List<Floats2d> dY{Floats2d({2, 8}), Floats2d({4, 8})};
         CHECK(error_id([&] { update.second(dY); }) == "tenon-E170");
     }
+}
+
+// docs/reliability.md: predict is const and reentrant, for sequence models too. Six threads
+// predict at once on one tok2vec (List<Ints2d> -> List<Floats2d>) and one text classifier
+// (-> Floats2d), from their first call on (so the chains' lazily made state is made under
+// contention too), at batch sizes that differ per thread; every output is compared bit for
+// bit with what a single thread's predict gives. make test-tsan runs it under
+// ThreadSanitizer ("[threads]").
+TEST_CASE("tok2vec: predict from several threads at once gives one thread's bits",
+          "[integration][tok2vec][threads]") {
+    Tok2VecConfig cfg{.width = 32, .rows = {500, 300, 200}, .window = 1, .depth = 2};
+    auto model = tok2vec<Ints2d, 3>(cfg);
+    auto tc = textcat<Ints2d, 3>(cfg, 4);
+    model.initialize(random_docs({2, 5}, 3, 1));
+    tc.initialize(random_docs({2, 5}, 3, 1));
+    testing::randomize_params(model, 31);  // Softmax and others start at zero
+    testing::randomize_params(tc, 37);
+    const std::vector<List<Ints2d>> batches = {random_docs({3, 0, 5, 1}, 3, 41), random_docs({7}, 3, 42),
+                                               random_docs({30, 12, 41, 25, 9, 33}, 3, 43),
+                                               random_docs({0, 0}, 3, 44), random_docs({1, 2, 3, 4, 5, 6, 7, 8}, 3, 45)};
+    constexpr int kThreads = 6, kRounds = 4;
+    struct Out {
+        std::size_t batch;
+        List<Floats2d> vectors;
+        Floats2d probs;
+    };
+    std::vector<std::vector<Out>> got(kThreads);
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < kThreads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                for (int r = 0; r < kRounds; ++r) {
+                    const std::size_t b = static_cast<std::size_t>(t + r) % batches.size();
+                    got[static_cast<std::size_t>(t)].push_back({b, model.predict(batches[b]), tc.predict(batches[b])});
+                }
+            } catch (const std::exception& e) {
+                errors[static_cast<std::size_t>(t)] = e.what();
+            }
+        });
+    for (auto& th : pool) th.join();
+    for (const auto& e : errors) CHECK(e.empty());
+    auto same_bits = [](const Floats2d& a, const Floats2d& b) {
+        return a.shape() == b.shape() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    };
+    // One thread's results, after the others.
+    std::vector<List<Floats2d>> want_vectors;
+    std::vector<Floats2d> want_probs;
+    for (const auto& X : batches) {
+        want_vectors.push_back(model.predict(X));
+        want_probs.push_back(tc.predict(X));
+    }
+    std::size_t compared = 0, mismatches = 0;
+    for (const auto& outs : got)
+        for (const Out& o : outs) {
+            const List<Floats2d>& want = want_vectors[o.batch];
+            bool same = o.vectors.size() == want.size() && same_bits(o.probs, want_probs[o.batch]);
+            for (std::size_t d = 0; same && d < want.size(); ++d) same = same_bits(o.vectors[d], want[d]);
+            mismatches += same ? 0 : 1;
+            ++compared;
+        }
+    CHECK(compared == std::size_t{kThreads} * kRounds);
+    CHECK(mismatches == 0);
 }
 
 // Regression (bug found here): HashEmbed, Embed, expand_window and uniqued declared InView
