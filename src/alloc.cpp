@@ -1,9 +1,23 @@
-// Array memory: 64-byte aligned, with a per-thread cache of freed blocks by exact size.
-// Training and serving allocate the same few sizes at every step: after the first step of a
-// batch size every array comes from the cache, so a step makes no heap allocation
-// (tests/unit/test_alloc.cpp), and large blocks are not mapped afresh each time (glibc serves
-// each with a new mmap, whose page faults cost more than the arithmetic at batch 32). The
-// cache is bounded; blocks beyond the bound go back to the system.
+// Array memory: 64-byte aligned blocks, with a per-thread cache of freed blocks.
+// Training and serving allocate the same few arrays at every call: once a thread has served
+// a call, the next call's arrays come from its cache, so a warmed-up call makes no heap
+// allocation (tests/unit/test_alloc.cpp), and large blocks are not mapped afresh each time
+// (glibc serves each with a new mmap, whose page faults cost more than the arithmetic at
+// batch 32).
+//
+// Size classes, so that a service with random batch sizes and document lengths stops
+// allocating too: a block's size is rounded up to one of four sizes per power of two (at
+// most 25% more than asked), and a request takes the smallest cached block of its class or
+// of the next `reach` classes (up to 8x its size), or any cached block of up to 16 KiB (a
+// call's many small arrays, one per document, find blocks whatever their lengths). Once a
+// thread has served the range of its traffic (the largest batch, and smaller ones down by
+// factors of 2: tests/unit/test_alloc.cpp), its calls find blocks and allocate nothing, and
+// the cache holds about the arrays of its largest call (1.1x in that test), not a block for
+// every size ever asked. List vectors and the combinators' small bookkeeping come from the
+// same cache (CacheAllocator, block_alloc).
+// The cache is bounded per thread (256 MiB by default, set_array_cache_limit); a block
+// beyond the bound goes back to the system. release_array_cache() hands every thread's
+// blocks back (docs/reliability.md, "Memory").
 //
 // Reliability (docs/reliability.md, "Memory"):
 // * Arrays with static or thread storage duration may be freed after the thread's cache is
@@ -15,14 +29,13 @@
 // * Sizes are checked (checked_bytes) and a failed allocation names its size and shape
 //   (tenon-E240, tenon-E241).
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "tenon/types/array.hpp"
 
@@ -37,8 +50,6 @@
 
 namespace tenon::detail {
 namespace {
-
-constexpr std::size_t cache_limit = std::size_t{256} << 20;  // per thread
 
 // nothrow: under ASan a throwing operator new that fails aborts the program instead of
 // throwing, and the caller turns the failure into tenon-E241 (with allocator_may_return_null=1).
@@ -63,20 +74,130 @@ bool cache_on() noexcept {
     return m != 0;
 }
 
+// The bound on one thread's cached bytes: TENON_ARRAY_CACHE_MB in the environment at the
+// first allocation, else 256 MiB; set_array_cache_limit changes it.
+constexpr std::size_t default_limit = std::size_t{256} << 20;
+std::atomic<std::size_t> limit_bytes{~std::size_t{0}};  // ~0: not decided yet
+
+std::size_t cache_limit() noexcept {
+    std::size_t l = limit_bytes.load(std::memory_order_relaxed);
+    if (l == ~std::size_t{0}) [[unlikely]] {
+        l = default_limit;
+        if (const char* env = std::getenv("TENON_ARRAY_CACHE_MB"); env && *env) {
+            char* end = nullptr;
+            const unsigned long long mb = std::strtoull(env, &end, 10);
+            if (end && *end == '\0' && mb < (std::size_t{1} << 40)) l = static_cast<std::size_t>(mb) << 20;
+        }
+        std::size_t expected = ~std::size_t{0};
+        if (!limit_bytes.compare_exchange_strong(expected, l, std::memory_order_relaxed)) l = expected;
+    }
+    return l;
+}
+
+// Moves when release_array_cache() asks every thread to hand its blocks back; each cache
+// compares it with the value it last saw at its next allocation or free.
+std::atomic<std::uint64_t> release_generation{0};
+// All threads' cached bytes together (for array_cache_bytes()).
+std::atomic<std::size_t> total_cached{0};
+
+// Size classes. Up to 512 bytes: multiples of 64 (classes 0..7). Above, for 2^m < b <= 2^(m+1):
+// 2^m + q * 2^(m-2) with q = 1..4, four per power of two (class 8 + 4 (m - 9) + q - 1).
+constexpr std::size_t small_limit = 512;
+constexpr std::size_t n_classes = 256;
+constexpr std::size_t reach = 12;  // a request may take a block up to 12 classes (8x) larger,
+constexpr std::size_t small_block = 16384;  // or any block up to 16 KiB (a call's many small
+                                            // arrays: per-document arrays, lengths, lists)
+
+struct SizeClass {
+    std::size_t index;  // n_classes: too large to cache
+    std::size_t bytes;  // the block's size
+};
+SizeClass size_class(std::size_t b) noexcept {
+    if (b <= small_limit) {
+        const std::size_t q = (b + 63) / 64;  // 1..8 (b > 0)
+        return {q - 1, q * 64};
+    }
+    const unsigned m = static_cast<unsigned>(std::bit_width(b - 1)) - 1;  // 2^m < b <= 2^(m+1), m >= 9
+    const std::size_t base = std::size_t{1} << m, step = base >> 2;
+    const std::size_t q = (b - base + step - 1) / step;  // 1..4
+    const std::size_t index = 8 + 4 * (m - 9) + (q - 1);
+    if (index >= n_classes) return {n_classes, b};
+    return {index, base + q * step};
+}
+
 // Set when the thread's cache has been destroyed (trivially destructible and constant-
 // initialised, so it can be read at any time until the thread is gone).
 thread_local bool cache_gone = false;
 
+// Free blocks are kept in one singly linked list per class, linked through the blocks
+// themselves (the first word of a free block is the next one): keeping a block never
+// allocates. A list's blocks are at least its class's size.
 struct BlockCache {
-    std::unordered_map<std::size_t, std::vector<void*>> free_blocks;
+    void* heads[n_classes] = {};                  // each class's first free block
+    std::uint64_t nonempty[n_classes / 64] = {};  // bit c: heads[c] is not null
     std::size_t cached_bytes = 0;
+    std::uint64_t generation = release_generation.load(std::memory_order_relaxed);
+
+    static std::size_t class_bytes(std::size_t c) noexcept {
+        if (c < 8) return (c + 1) * 64;
+        const std::size_t m = 9 + (c - 8) / 4, q = (c - 8) % 4 + 1;
+        return (std::size_t{1} << m) + q * (std::size_t{1} << (m - 2));
+    }
+    // The first class >= c with a block, or n_classes.
+    std::size_t first_from(std::size_t c) const noexcept {
+        for (std::size_t w = c / 64; w < n_classes / 64; ++w) {
+            std::uint64_t bits = nonempty[w];
+            if (w == c / 64) bits &= ~std::uint64_t{0} << (c % 64);
+            if (bits) return w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+        }
+        return n_classes;
+    }
+    // A block for a request of class c: the smallest cached one of class c to c + reach, or
+    // of up to small_block bytes; its size in `capacity`. Null when there is none.
+    void* find(std::size_t c, std::size_t& capacity) noexcept {
+        follow_release();
+        const std::size_t hit = first_from(c);
+        if (hit == n_classes || (hit > c + reach && class_bytes(hit) > small_block)) return nullptr;
+        capacity = class_bytes(hit);
+        return take(hit);
+    }
+    void* take(std::size_t c) noexcept {
+        void* p = heads[c];
+        const std::size_t n = class_bytes(c);
+        TENON_UNPOISON(p, n);
+        std::memcpy(&heads[c], p, sizeof(void*));
+        if (!heads[c]) nonempty[c / 64] &= ~(std::uint64_t{1} << (c % 64));
+        cached_bytes -= n;
+        total_cached.fetch_sub(n, std::memory_order_relaxed);
+        return p;
+    }
+    bool put(void* p, std::size_t c) noexcept {
+        const std::size_t n = class_bytes(c);
+        if (cached_bytes + n > cache_limit()) return false;
+        std::memcpy(p, &heads[c], sizeof(void*));
+        heads[c] = p;
+        nonempty[c / 64] |= std::uint64_t{1} << (c % 64);
+        cached_bytes += n;
+        total_cached.fetch_add(n, std::memory_order_relaxed);
+        TENON_POISON(p, n);
+        return true;
+    }
+    // Hands every block back to the system.
+    void release() noexcept {
+        for (std::size_t c = 0; c < n_classes; ++c)
+            while (heads[c]) raw_free(take(c));
+    }
+    // Whether release_array_cache() was called since this thread last looked.
+    void follow_release() noexcept {
+        const std::uint64_t g = release_generation.load(std::memory_order_relaxed);
+        if (g != generation) [[unlikely]] {
+            generation = g;
+            release();
+        }
+    }
     ~BlockCache() {
         cache_gone = true;  // frees from here on (static arrays at exit) go to the system
-        for (auto& [bytes, blocks] : free_blocks)
-            for (void* p : blocks) {
-                TENON_UNPOISON(p, bytes);
-                raw_free(p);
-            }
+        release();
     }
 };
 
@@ -119,36 +240,75 @@ void throw_alloc_failed(std::size_t bytes, const std::string& shape) {
                 "tenon-E241");
 }
 
-void* array_alloc(std::size_t bytes) {
-    if (cache_on()) {
-        if (BlockCache* c = cache()) {
-            auto it = c->free_blocks.find(bytes);
-            if (it != c->free_blocks.end() && !it->second.empty()) {
-                void* p = it->second.back();
-                it->second.pop_back();
-                c->cached_bytes -= bytes;
-                TENON_UNPOISON(p, bytes);
-                return p;
-            }
-        }
+void* array_alloc(std::size_t bytes, std::size_t& capacity) {
+    if (!cache_on()) {
+        capacity = bytes;
+        return raw_alloc(bytes);
     }
-    return raw_alloc(bytes);
+    const SizeClass sc = size_class(bytes);
+    if (sc.bytes > cache_limit()) {  // never cached: no rounding
+        capacity = bytes;
+        return raw_alloc(bytes);
+    }
+    if (sc.index < n_classes)
+        if (BlockCache* c = cache())
+            if (void* p = c->find(sc.index, capacity)) return p;
+    // A new block of the class's size, so that it serves the whole class when it comes back.
+    capacity = sc.bytes;
+    return raw_alloc(sc.bytes);
 }
 
-void array_free(void* p, std::size_t bytes) noexcept {
+void* block_alloc(std::size_t bytes) {
+    const SizeClass sc = size_class(bytes);
+    if (sc.index < n_classes && cache_on())
+        if (BlockCache* c = cache()) {
+            std::size_t capacity = 0;
+            // (A block of a larger class goes back into this one's list: it only serves smaller
+            // requests from then on.)
+            if (void* p = c->find(sc.index, capacity)) return p;
+        }
+    return raw_alloc(sc.bytes);  // always at least the class's size: block_free knows it from `bytes`
+}
+
+void block_free(void* p, std::size_t bytes) noexcept {
+    if (!p) return;
+    const SizeClass sc = size_class(bytes);
+    if (sc.index < n_classes && cache_on())
+        if (BlockCache* c = cache()) {
+            c->follow_release();
+            if (c->put(p, sc.index)) return;
+        }
+    raw_free(p);
+}
+
+void array_free(void* p, std::size_t capacity) noexcept {
     if (!p) return;
     if (cache_on()) {
-        if (BlockCache* c = cache(); c && c->cached_bytes + bytes <= cache_limit) {
-            try {
-                c->free_blocks[bytes].push_back(p);
-                c->cached_bytes += bytes;
-                TENON_POISON(p, bytes);
-                return;
-            } catch (...) {  // no memory for the bookkeeping: free the block instead
-            }
+        if (BlockCache* c = cache()) {
+            c->follow_release();
+            // Every cached block was made at a class's size (array_alloc): capacity is exact.
+            const SizeClass sc = size_class(capacity);
+            if (sc.index < n_classes && sc.bytes == capacity && c->put(p, sc.index)) return;
         }
     }
     raw_free(p);
 }
 
 }  // namespace tenon::detail
+
+namespace tenon {
+
+void set_array_cache_limit(std::size_t bytes_per_thread) noexcept {
+    detail::limit_bytes.store(bytes_per_thread == ~std::size_t{0} ? bytes_per_thread - 1 : bytes_per_thread,
+                              std::memory_order_relaxed);
+}
+std::size_t array_cache_limit() noexcept { return detail::cache_limit(); }
+
+void release_array_cache() noexcept {
+    detail::release_generation.fetch_add(1, std::memory_order_relaxed);
+    if (detail::BlockCache* c = detail::cache()) c->follow_release();
+}
+
+std::size_t array_cache_bytes() noexcept { return detail::total_cached.load(std::memory_order_relaxed); }
+
+}  // namespace tenon

@@ -702,7 +702,7 @@ TEST_CASE("copies of combinators are new nodes with copies of the children", "[c
 // on their own: the layouts that must agree, sums, concatenation and its inverse, reversal.
 TEST_CASE("data_ops: layouts, sums, concatenation and reversal", "[combinators][data_ops]") {
     const Ragged r = random_ragged({2, 0, 3}, 3, 40);
-    CHECK(detail::layout_of(r) == std::vector<std::size_t>{2, 5, 3, 2, 0, 3});
+    CHECK(detail::layout_of(r) == detail::Layout{2, 5, 3, 2, 0, 3});
     CHECK(detail::layout_str(r) == "Ragged (5, 3) lengths [2, 0, 3]");
     CHECK(detail::layout_of(Floats2d({4, 2})) != detail::layout_of(Floats2d({2, 4})));
 

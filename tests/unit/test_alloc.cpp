@@ -2,17 +2,23 @@
 // training step (begin_update, backprop, finish_update) reuse memory they already have
 // (arrays come from the thread's cache of blocks, src/alloc.cpp). This program replaces the
 // global operator new/delete and malloc/calloc/realloc/free and counts the calls made while
-// the counter is on: 10,000 batch-1 predicts and 100 training steps must make none.
+// the counter is on: 10,000 batch-1 predicts and 100 training steps must make none, and so
+// must predicts and training steps at random batch sizes, and a tagger's at random document
+// counts and lengths, once the thread has seen the range of its traffic.
 // Under AddressSanitizer (make test-sanitize), whose runtime owns malloc and calls it before
 // any replacement could run, the counter is ASan's own allocation hook instead
 // (__sanitizer_install_malloc_and_free_hooks, which sees every malloc and operator new), and
 // the block cache, off by default there, is turned on for this program: the same checks run.
 #include <catch2/catch.hpp>
 
+#include <execinfo.h>
+#include <unistd.h>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <new>
+#include <thread>
+#include <vector>
 
 #include "tenon/tenon.hpp"
 #include "unit/helpers.hpp"
@@ -35,15 +41,25 @@ void __libc_free(void*);
 namespace {
 std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
-const bool trap = std::getenv("TENON_ALLOC_TRAP") != nullptr;  // to find one: run under gdb
+// TENON_ALLOC_TRAP=1: print the stack of every counted allocation to stderr (addresses in
+// the test program: addr2line -f -C -e build/tests/test_alloc 0x...).
+const bool trap = std::getenv("TENON_ALLOC_TRAP") != nullptr;
 inline void note() {
     if (counting.load(std::memory_order_relaxed)) {
         allocations.fetch_add(1, std::memory_order_relaxed);
-        if (trap) __builtin_trap();
+        if (trap) {  // the allocation's stack, without allocating (backtrace was loaded by Count)
+            void* frames[16];
+            backtrace_symbols_fd(frames, backtrace(frames, 16), 2);
+            (void)!write(2, "----\n", 5);
+        }
     }
 }
 struct Count {
     Count() {
+        if (trap) {  // (backtrace's first call loads libgcc_s, which allocates)
+            void* frames[4];
+            (void)backtrace(frames, 4);
+        }
         allocations = 0;
         counting = true;
     }
@@ -246,4 +262,164 @@ TEST_CASE("an embedding table's predict and training allocate nothing after warm
     const long n = c.stop();
     CHECK(n == 0);
     CHECK(std::isfinite(sink));
+}
+
+// ---- random batch sizes and document lengths ------------------------------------------------
+// A service sees every batch size; the block cache's size classes (src/alloc.cpp) serve a
+// call from the blocks of larger calls, so once a thread has seen its largest calls nothing
+// allocates, and the cache holds a few times the arrays of the largest call, not a block for
+// every size ever asked.
+namespace {
+// (The MLP's shape with smaller widths: the same arrays per call, a fraction of the time.)
+auto make_small_mlp() { return Relu<64>({.dropout = 0.2}) >> Relu<64>({.dropout = 0.2}) >> Softmax<10>(); }
+// A spaCy-like tagger: four hashed ids per word, embedded and mixed, a window encoder of two
+// residual Maxout blocks, a softmax over 17 tags for every word.
+auto make_tagger() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    auto embed = list2ragged<Ints2d>() >>
+                 with_array<BasicRagged<Ints2d>>(concatenate(
+                     HashEmbed<32>(500, 8u, 0), HashEmbed<32>(200, 9u, 1), HashEmbed<32>(200, 10u, 2),
+                     HashEmbed<32>(100, 11u, 3))) >>
+                 with_array<Ragged>(Maxout<32>(maxout)) >> ragged2list();
+    auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<32>(maxout)), 2), 2);
+    return embed >> encode >> with_array<List<Floats2d>>(Softmax<17>());
+}
+List<Ints2d> random_docs(Rng& rng, std::size_t max_docs, std::size_t max_words, bool exact = false) {
+    List<Ints2d> docs(exact ? max_docs : 1 + rng.below(max_docs));
+    for (auto& doc : docs) {
+        doc = Ints2d({exact ? max_words : 1 + rng.below(max_words), 4});
+        for (auto& v : doc) v = static_cast<std::int32_t>(rng.next() & 0x7fffffff);
+    }
+    return docs;
+}
+}  // namespace
+
+TEST_CASE("1,000 predicts at random batch sizes allocate nothing after warm-up", "[alloc][random]") {
+    auto model = make_small_mlp();
+    model.initialize(random_array(64, 96, 1));
+    const Floats2d X = random_array(2048, 96, 2);
+    Rng rng(7);
+    auto call = [&](std::size_t rows) { return model.predict(Floats2dCView(X.data(), {rows, 96}))[0]; };
+    // The warm-up a service would make: one call per power of two up to the largest batch,
+    // then some traffic. A thread's cache then has a block within 4x of every array's size.
+    float sink = 0;
+    for (std::size_t b = 2048; b >= 1; b /= 2) sink += call(b);
+    for (int i = 0; i < 100; ++i) sink += call(1 + rng.below(2048));
+    std::vector<std::size_t> sizes(1000);
+    for (auto& s : sizes) s = 1 + rng.below(2048);
+    Count c;
+    for (std::size_t s : sizes) sink += call(s);
+    const long n = c.stop();
+    CHECK(n == 0);
+    CHECK(std::isfinite(sink));
+}
+
+TEST_CASE("training steps at random batch sizes allocate nothing after warm-up", "[alloc][random]") {
+    auto model = make_small_mlp();
+    const Floats2d X = random_array(512, 96, 3);
+    Floats2d Y({512, 10});
+    for (std::size_t i = 0; i < 512; ++i) Y(i, i % 10) = 1.0f;
+    model.initialize(X, Y);
+    Optimizer opt = Adam(0.001);
+    CategoricalCrossentropy loss;
+    Rng rng(8);
+    auto step = [&](std::size_t rows) {
+        auto [P, backprop] = model.begin_update(Floats2dCView(X.data(), {rows, 96}));
+        backprop(loss.get_grad(P, Floats2dCView(Y.data(), {rows, 10})));
+        model.finish_update(opt);
+    };
+    for (std::size_t b = 512; b >= 1; b /= 2) step(b);
+    for (int i = 0; i < 100; ++i) step(1 + rng.below(512));
+    std::vector<std::size_t> sizes(100);
+    for (auto& s : sizes) s = 1 + rng.below(512);
+    Count c;
+    for (std::size_t s : sizes) step(s);
+    const long n = c.stop();
+    CHECK(n == 0);
+}
+
+TEST_CASE("a tagger's predicts and training steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences]") {
+    auto model = make_tagger();
+    Rng rng(9);
+    model.initialize(random_docs(rng, 16, 30));
+    Optimizer opt = Adam(0.001);
+    auto step = [&](const List<Ints2d>& docs) {
+        auto [P, backprop] = model.begin_update(docs);
+        backprop(P);  // (any gradient of the output's shape)
+        model.finish_update(opt);
+        return model.predict(docs)[0][0];
+    };
+    // (The batches first: a service's documents come from elsewhere; made after the warm-up,
+    // their arrays would take the small blocks the warm-up left in the cache.)
+    std::vector<List<Ints2d>> batches;
+    for (int i = 0; i < 50; ++i) batches.push_back(random_docs(rng, 64, 48));
+    // The warm-up: document counts and lengths from the largest down, by factors of 2, then
+    // some traffic.
+    float sink = 0;
+    for (std::size_t n = 64; n >= 1; n /= 2)
+        for (std::size_t len = 48; len >= 1; len /= 2) sink += step(random_docs(rng, n, len, true));
+    for (int i = 0; i < 300; ++i) sink += step(random_docs(rng, 64, 48));
+    Count c;
+    for (const auto& docs : batches) sink += step(docs);
+    const long n = c.stop();
+    CHECK(n == 0);
+    CHECK(std::isfinite(sink));
+}
+
+TEST_CASE("the block cache holds a few times the arrays of the largest call, and hands them back", "[alloc][random]") {
+    auto model = make_small_mlp();
+    model.initialize(random_array(64, 96, 1));
+    const Floats2d X = random_array(2048, 96, 2);
+    auto call = [&](std::size_t rows) { return model.predict(Floats2dCView(X.data(), {rows, 96}))[0]; };
+    float sink = call(2048);
+    release_array_cache();
+    CHECK(array_cache_bytes() == 0);
+    sink += call(2048);
+    const std::size_t one_call = array_cache_bytes();  // the blocks of the largest call's arrays
+    CHECK(one_call >= 2048 * (64 + 64 + 10) * sizeof(float));
+    Rng rng(10);
+    for (int i = 0; i < 2000; ++i) sink += call(1 + rng.below(2048));
+    const std::size_t held = array_cache_bytes();
+    INFO("one batch-2048 call: " << one_call << " bytes cached; after 2,000 random sizes: " << held);
+    CHECK(held <= 3 * one_call);
+    CHECK(held < array_cache_limit());
+
+    // Another thread's blocks go back at its next call after release_array_cache().
+    std::atomic<int> phase{0};
+    std::size_t other_before = 0, other_after = 0;
+    std::thread t([&] {
+        sink += call(2048);
+        other_before = array_cache_bytes();
+        phase = 1;
+        while (phase.load() != 2) std::this_thread::yield();
+        Floats1d tiny({1});  // any array call of this thread
+        other_after = array_cache_bytes();
+        phase = 3;
+    });
+    while (phase.load() != 1) std::this_thread::yield();
+    release_array_cache();
+    phase = 2;
+    while (phase.load() != 3) std::this_thread::yield();
+    t.join();
+    CHECK(other_before > one_call);  // both threads' blocks
+    CHECK(other_after <= 64);        // both released (the tiny array's own block is in use)
+    CHECK(std::isfinite(sink));
+}
+
+TEST_CASE("the block cache's bound: 0 caches nothing, a bound is kept", "[alloc][random]") {
+    const std::size_t was = array_cache_limit();
+    auto model = make_small_mlp();
+    model.initialize(random_array(64, 96, 1));
+    const Floats2d X = random_array(2048, 96, 2);
+    release_array_cache();
+    set_array_cache_limit(0);
+    (void)model.predict(X);
+    CHECK(array_cache_bytes() == 0);
+    set_array_cache_limit(std::size_t{1} << 20);  // 1 MiB: the batch-2048 workspace does not fit
+    (void)model.predict(X);
+    CHECK(array_cache_bytes() <= (std::size_t{1} << 20));
+    CHECK(array_cache_bytes() > 0);  // the output and small arrays are kept
+    set_array_cache_limit(was);
+    release_array_cache();
 }

@@ -120,7 +120,7 @@ public:
     struct Backprop {
         const Add* model = nullptr;
         std::tuple<typename Ls::Backprop...> bps;
-        std::vector<std::size_t> layout;  // the output's, which dY must have
+        detail::Layout layout;  // the output's, which dY must have
         In operator()(OutView dY) const {
             if (model && detail::layout_of(dY) != layout)
                 throw ShapeError("add: backprop: expected a gradient shaped like the output, " +

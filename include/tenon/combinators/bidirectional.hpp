@@ -6,6 +6,7 @@
 // _reverse is the identity (data[::1]) and its _split gives r2l the first half of dZ; tenon
 // does what the docstring says (docs/combinators.md).
 #pragma once
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -94,7 +95,7 @@ public:
         typename L::Backprop bl;
         typename R::Backprop br;
         std::size_t wl = 0, wr = 0;
-        std::vector<std::size_t> layout;
+        detail::Layout layout;
         Padded operator()(const Padded& dZ) const {
             if (model && detail::layout_of(dZ) != layout)
                 throw ShapeError(model->name() + ": backprop: expected a gradient shaped like the output, " +
@@ -143,7 +144,8 @@ private:
 
     Padded join(const Padded& yl, const Padded& yr_reversed) const {
         const Padded yr = detail::reverse_in_lengths(yr_reversed);
-        return detail::concat_last(std::vector<const Padded*>{&yl, &yr}, this->name(), "tenon-E163");
+        const std::array<const Padded*, 2> both{&yl, &yr};
+        return detail::concat_last<Padded>(both, this->name(), "tenon-E163");
     }
     Padded predict_impl(const Padded& X) const {
         return join(l2r_.predict(X), r2l_.predict(detail::reverse_in_lengths(X)));

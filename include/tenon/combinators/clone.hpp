@@ -79,7 +79,7 @@ public:
     }
 
     struct Backprop {
-        std::vector<typename L::Backprop> bps;
+        detail::scratch_vector<typename L::Backprop> bps;  // (from the block cache)
         In operator()(OutView dY) const {
             if (bps.empty()) return In(dY);
             In d = bps.back()(dY);

@@ -101,7 +101,7 @@ public:
         const Concatenate* model = nullptr;
         std::tuple<typename Ls::Backprop...> bps;
         std::array<std::size_t, N> widths{};  // each layer's output width, to split dY
-        std::vector<std::size_t> layout;      // the output's, which dY must have
+        detail::Layout layout;      // the output's, which dY must have
         In operator()(OutView dY) const {
             if (model && detail::layout_of(dY) != layout)
                 throw ShapeError(model->name() + ": backprop: expected a gradient shaped like the output, " +
@@ -136,9 +136,9 @@ private:
     }
 
     Out join(const std::array<Out, N>& ys) const {
-        std::vector<const Out*> ptrs;
-        for (const auto& y : ys) ptrs.push_back(&y);
-        return detail::concat_last(ptrs, this->name(), "tenon-E161");
+        std::array<const Out*, N> ptrs;
+        for (std::size_t i = 0; i < N; ++i) ptrs[i] = &ys[i];
+        return detail::concat_last<Out>(ptrs, this->name(), "tenon-E161");
     }
 
     Out predict_impl(InView X) const {

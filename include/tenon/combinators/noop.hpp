@@ -18,7 +18,7 @@ namespace detail {
 // the training path), the whole layout (lengths, items) for sequence data.
 template <class T>
 struct noop_layout {
-    using type = std::vector<std::size_t>;
+    using type = Layout;
     static type of(input_view_t<T> x) { return layout_of(x); }
     static std::string str(const type& l) { return layout_vec_str(l); }
 };

@@ -79,14 +79,15 @@ public:
     struct Backprop {
         const Residual* model = nullptr;
         typename L::Backprop bp;
-        std::vector<std::size_t> layout;  // the output's, which dY must have
+        detail::Layout layout;  // the output's, which dY must have
         In operator()(OutView dY) const {
             if (model && detail::layout_of(dY) != layout)
                 throw ShapeError(model->name() + ": backprop: expected a gradient shaped like the output, " +
                                      detail::layout_vec_str(layout) + ", but found " + detail::layout_str(dY),
                                  "tenon-E162");
             In dX = bp(dY);
-            detail::add_into(dX, In(dY), model ? model->name() + ": backprop" : "residual", "tenon-E162");
+            if (model) detail::add_into(dX, In(dY), model->name(), "tenon-E162", ": backprop");
+            else detail::add_into(dX, In(dY), "residual", "tenon-E162");
             return dX;
         }
     };

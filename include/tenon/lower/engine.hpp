@@ -100,9 +100,10 @@ public:
     template <class T>
     T& emplace() {
         release();
-        void* mem = tenon::detail::array_alloc(bytes<T>());
+        std::size_t capacity = 0;
+        void* mem = tenon::detail::array_alloc(bytes<T>(), capacity);
         box_ = ::new (mem) Box{};
-        box_->bytes = bytes<T>();
+        box_->bytes = capacity;
         box_->destroy = [](void* p) noexcept { static_cast<T*>(p)->~T(); };
         box_->call = [](const void* p, OutView dY) -> In { return (*static_cast<const T*>(p))(dY); };
         box_->params_only = [](const void* p, OutView dY) { static_cast<const T*>(p)->params_only(dY); };

@@ -147,13 +147,14 @@ private:
 };
 
 namespace detail {
-// 64-byte aligned blocks for array data (src/alloc.cpp). Large blocks freed by a thread are
-// kept for its next allocation of the same size: a training step allocates the same sizes
-// every time, and without the cache each large block is a fresh mmap with page faults.
-// array_alloc throws std::bad_alloc when the system has no memory (Array turns it into
-// tenon-E241, with the shape).
-void* array_alloc(std::size_t bytes);
-void array_free(void* p, std::size_t bytes) noexcept;
+// 64-byte aligned blocks for array data (src/alloc.cpp). Blocks freed by a thread are kept
+// for its next allocations of about that size (size classes): a training step or a predict
+// allocates the same arrays every time, and without the cache each large block is a fresh
+// mmap with page faults. array_alloc returns a block of at least `bytes` and sets `capacity`
+// to its size, which array_free must be given back; it throws std::bad_alloc when the
+// system has no memory (Array turns it into tenon-E241, with the shape).
+void* array_alloc(std::size_t bytes, std::size_t& capacity);
+void array_free(void* p, std::size_t capacity) noexcept;
 // The bytes of an array of `rank` extents of `elem_size`-byte elements; tenon-E240 when the
 // product overflows or exceeds PTRDIFF_MAX (an allocation of that size cannot exist).
 std::size_t checked_bytes(const std::size_t* shape, std::size_t rank, std::size_t elem_size);
@@ -163,11 +164,48 @@ std::size_t checked_bytes(const std::size_t* shape, std::size_t rank, std::size_
 void set_array_cache(bool on) noexcept;
 bool array_cache_enabled() noexcept;
 
+// The same cache for the small bookkeeping of a call (a List's vector, the layouts the
+// combinators compare), through CacheAllocator: blocks of the size class of `bytes` (so that
+// block_free needs only the size the container gives back).
+void* block_alloc(std::size_t bytes);
+void block_free(void* p, std::size_t bytes) noexcept;
+template <class T>
+struct CacheAllocator {
+    using value_type = T;
+    CacheAllocator() noexcept = default;
+    template <class U>
+    CacheAllocator(const CacheAllocator<U>&) noexcept {}
+    T* allocate(std::size_t n) {
+        static_assert(alignof(T) <= array_alignment);
+        if (n > std::size_t(PTRDIFF_MAX) / sizeof(T)) throw std::bad_array_new_length();
+        return static_cast<T*>(block_alloc(n * sizeof(T)));
+    }
+    void deallocate(T* p, std::size_t n) noexcept { block_free(p, n * sizeof(T)); }
+    template <class U>
+    bool operator==(const CacheAllocator<U>&) const noexcept {
+        return true;
+    }
+};
+
 struct ArrayDelete {
-    std::size_t bytes = 0;
-    void operator()(void* p) const noexcept { array_free(p, bytes); }
+    std::size_t capacity = 0;  // the block's size (array_alloc's)
+    void operator()(void* p) const noexcept { array_free(p, capacity); }
 };
 }  // namespace detail
+
+// The block cache's memory (docs/reliability.md, "Memory"). Each thread keeps the blocks of
+// the arrays it frees for its next calls, up to a bound per thread: 256 MiB unless
+// TENON_ARRAY_CACHE_MB is set in the environment (read at the first allocation) or
+// set_array_cache_limit is called. A cache holds a few times the arrays of the largest call
+// its thread has made; 0 turns caching off (every array is then a heap allocation).
+void set_array_cache_limit(std::size_t bytes_per_thread) noexcept;
+std::size_t array_cache_limit() noexcept;
+// Hands every thread's cached blocks back to the system: the calling thread's at once, each
+// other thread's at its next array allocation or free (a thread never touches another's
+// cache). For a service after a burst of large batches, or before a long idle time.
+void release_array_cache() noexcept;
+// The bytes that all threads' caches hold now.
+std::size_t array_cache_bytes() noexcept;
 
 // Tag for constructing an array whose contents will be overwritten at once.
 struct uninitialized_t {
@@ -351,15 +389,16 @@ private:
         const std::size_t bytes = detail::checked_bytes(shape_.data(), rank, sizeof(T));
         const std::size_t n = bytes / sizeof(T);
         T* p = nullptr;
+        std::size_t block = 0;
         if (n) {
             try {
-                p = static_cast<T*>(detail::array_alloc(bytes));
+                p = static_cast<T*>(detail::array_alloc(bytes, block));
             } catch (const std::bad_alloc&) {
                 detail::throw_alloc_failed(bytes, detail::shape_str(shape_));
             }
         }
-        data_ = std::unique_ptr<T[], detail::ArrayDelete>(p, detail::ArrayDelete{bytes});
-        capacity_ = n;
+        data_ = std::unique_ptr<T[], detail::ArrayDelete>(p, detail::ArrayDelete{block});
+        capacity_ = block / sizeof(T);  // a cached block may be larger than asked: resize may use it
         if (zero && n) std::memset(data_.get(), 0, bytes);
     }
 

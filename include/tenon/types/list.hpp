@@ -1,9 +1,12 @@
 // List<A>: a batch of arrays of one type and rank (Thinc's List[Floats2d], List[Ints1d]),
 // e.g. one (length, width) array per sequence. A std::vector with the type's name, so that
-// a layer's signature says what it takes and diagnostics print List<Floats2d>.
+// a layer's signature says what it takes and diagnostics print List<Floats2d>. Its buffer
+// comes from tenon's block cache (detail::CacheAllocator), as the arrays' do: a warmed-up
+// call that makes lists allocates nothing.
 #pragma once
 #include <cstddef>
 #include <initializer_list>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -12,15 +15,18 @@
 namespace tenon {
 
 template <class A>
-class List : public std::vector<A> {
+class List : public std::vector<A, detail::CacheAllocator<A>> {
     static_assert(requires { A::rank; }, "tenon List<A>: A is a tenon array type (Floats2d, Ints1d, ...)");
+    using base = std::vector<A, detail::CacheAllocator<A>>;
 
 public:
     using array_type = A;
-    using std::vector<A>::vector;
+    using base::base;
     List() = default;
-    explicit List(std::vector<A> items) : std::vector<A>(std::move(items)) {}
-    const std::vector<A>& items() const noexcept { return *this; }
+    // From a std::vector of arrays (the arrays are moved, not copied).
+    explicit List(std::vector<A> items)
+        : base(std::make_move_iterator(items.begin()), std::make_move_iterator(items.end())) {}
+    const base& items() const noexcept { return *this; }
 };
 
 // The sequence types share a few checks; these are the ids of the run-time ones.
@@ -28,7 +34,7 @@ namespace detail {
 // The total number of rows of a list of arrays, and the common shape after the rows
 // (tenon-E150 where two arrays differ there: they cannot be concatenated).
 template <class A>
-std::size_t list_rows(const std::vector<A>& xs, const char* who,
+std::size_t list_rows(const List<A>& xs, const char* who,
                       std::array<std::size_t, A::rank>* inner = nullptr) {
     std::size_t rows = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) {

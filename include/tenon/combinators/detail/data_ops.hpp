@@ -7,7 +7,10 @@
 #pragma once
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
+#include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -65,13 +68,15 @@ template <class A>
 inline constexpr bool concatenable<List<A>> = concatenable<A>;
 
 // ---- layout: the shapes (and lengths) that must agree for two values to be summed -------
+// (Its buffer from the block cache: a combinator's backprop keeps its output's layout.)
+using Layout = std::vector<std::size_t, CacheAllocator<std::size_t>>;
 template <class S>
-void append_shape(std::vector<std::size_t>& out, const S& shape) {
+void append_shape(Layout& out, const S& shape) {
     out.push_back(shape.size());
     for (auto d : shape) out.push_back(d);
 }
 template <class T>
-void append_layout(std::vector<std::size_t>& out, const T& x) {
+void append_layout(Layout& out, const T& x) {
     if constexpr (requires { x.shape(); }) {
         append_shape(out, x.shape());
     } else if constexpr (requires { x.size_at_t(); }) {
@@ -89,8 +94,8 @@ void append_layout(std::vector<std::size_t>& out, const T& x) {
     }
 }
 template <class T>
-std::vector<std::size_t> layout_of(const T& x) {
-    std::vector<std::size_t> out;
+Layout layout_of(const T& x) {
+    Layout out;
     append_layout(out, x);
     return out;
 }
@@ -116,22 +121,27 @@ std::string layout_str(const T& x) {
 }
 
 // A stored layout in words (for "expected ... but found ..."): an array's as its shape.
-inline std::string layout_vec_str(const std::vector<std::size_t>& v) {
+inline std::string layout_vec_str(const Layout& v) {
     std::string s;
     const bool array = !v.empty() && v.size() == v[0] + 1;
     for (std::size_t i = array ? 1 : 0; i < v.size(); ++i) s += (s.empty() ? "" : ", ") + std::to_string(v[i]);
     return array ? "(" + s + ")" : "layout [" + s + "]";
 }
 
+// A call's scratch list (pointers, widths): its buffer from the block cache.
+template <class T>
+using scratch_vector = std::vector<T, CacheAllocator<T>>;
+
 // ---- sums ---------------------------------------------------------------------------------
-// acc += x, elementwise; `who` names the combinator and `id` the error when the layouts differ.
+// acc += x, elementwise; `who` (and `what`, appended) name the combinator and `id` the error
+// when the layouts differ (views: the message is only built when there is an error).
 // Integer data (ids) carries no gradient: its "sum" is the first value.
 template <class T>
-void add_into(T& acc, const T& x, const std::string& who, const char* id) {
+void add_into(T& acc, const T& x, std::string_view who, const char* id, std::string_view what = {}) {
     if constexpr (is_float_array<T> || summable<T> || is_pair<T>) {
         if (layout_of(acc) != layout_of(x))
-            throw ShapeError(who + ": expected values of the same shape to sum, but found " + layout_str(acc) +
-                                 " and " + layout_str(x),
+            throw ShapeError(std::string(who) + std::string(what) + ": expected values of the same shape to sum, but found " +
+                                 layout_str(acc) + " and " + layout_str(x),
                              id);
     }
     if constexpr (is_float_array<T>) {
@@ -143,10 +153,10 @@ void add_into(T& acc, const T& x, const std::string& who, const char* id) {
         const float* b = x.data().data();
         for (std::size_t i = 0, n = a.size(); i < n; ++i) a[i] += b[i];
     } else if constexpr (is_list<T>) {
-        for (std::size_t i = 0; i < acc.size(); ++i) add_into(acc[i], x[i], who, id);
+        for (std::size_t i = 0; i < acc.size(); ++i) add_into(acc[i], x[i], who, id, what);
     } else if constexpr (is_pair<T>) {
-        add_into(acc.first, x.first, who, id);
-        add_into(acc.second, x.second, who, id);
+        add_into(acc.first, x.first, who, id, what);
+        add_into(acc.second, x.second, who, id, what);
     }
 }
 
@@ -168,8 +178,8 @@ std::size_t width_of(const T& x) {
 
 // ---- concatenation along the last axis ----------------------------------------------------
 // out (rows, sum w) from parts (rows, w_i), row-major.
-inline void concat_rows(float* out, std::size_t rows, const std::vector<const float*>& parts,
-                        const std::vector<std::size_t>& widths) {
+inline void concat_rows(float* out, std::size_t rows, std::span<const float* const> parts,
+                        std::span<const std::size_t> widths) {
     std::size_t total = 0;
     for (auto w : widths) total += w;
     for (std::size_t r = 0; r < rows; ++r) {
@@ -197,9 +207,9 @@ A slice_last(const V& x, std::size_t start, std::size_t w) {
 // Concatenates values of one type along the last axis; `who`/`id` name the error when their
 // other extents (rows, lengths, list sizes) differ.
 template <class T>
-T concat_last(const std::vector<const T*>& xs, const std::string& who, const char* id) {
+T concat_last(std::span<const T* const> xs, std::string_view who, const char* id) {
     auto mismatch = [&](std::size_t k) {
-        throw ShapeError(who + ": the outputs must agree in everything but their last axis to be concatenated, "
+        throw ShapeError(std::string(who) + ": the outputs must agree in everything but their last axis to be concatenated, "
                                "but output 0 is " + layout_str(*xs[0]) + " and output " + std::to_string(k) +
                              " is " + layout_str(*xs[k]),
                          id);
@@ -207,8 +217,8 @@ T concat_last(const std::vector<const T*>& xs, const std::string& who, const cha
     if constexpr (is_float_array<T>) {
         auto shape = xs[0]->shape();
         const std::size_t R = shape.size();
-        std::vector<const float*> parts;
-        std::vector<std::size_t> widths;
+        scratch_vector<const float*> parts;
+        scratch_vector<std::size_t> widths;
         std::size_t total = 0;
         for (std::size_t k = 0; k < xs.size(); ++k) {
             for (std::size_t d = 0; d + 1 < R; ++d)
@@ -224,7 +234,7 @@ T concat_last(const std::vector<const T*>& xs, const std::string& who, const cha
         concat_rows(out.data(), rows, parts, widths);
         return out;
     } else if constexpr (requires { xs[0]->size_at_t(); }) {
-        std::vector<const typename T::data_type*> data;
+        scratch_vector<const typename T::data_type*> data;
         for (std::size_t k = 0; k < xs.size(); ++k) {
             if (layout_of(xs[k]->lengths()) != layout_of(xs[0]->lengths()) ||
                 layout_of(xs[k]->indices()) != layout_of(xs[0]->indices()))
@@ -234,28 +244,33 @@ T concat_last(const std::vector<const T*>& xs, const std::string& who, const cha
                     mismatch(k);
             data.push_back(&xs[k]->data());
         }
-        return xs[0]->with_data(concat_last(data, who, id));
+        return xs[0]->with_data(concat_last<typename T::data_type>(data, who, id));
     } else if constexpr (requires { xs[0]->lengths(); }) {
-        std::vector<const typename T::data_type*> data;
+        scratch_vector<const typename T::data_type*> data;
         for (std::size_t k = 0; k < xs.size(); ++k) {
             if (xs[k]->size() != xs[0]->size()) mismatch(k);
             for (std::size_t i = 0; i < xs[0]->size(); ++i)
                 if (xs[k]->lengths()[i] != xs[0]->lengths()[i]) mismatch(k);
             data.push_back(&xs[k]->data());
         }
-        return xs[0]->with_data(concat_last(data, who, id));
+        return xs[0]->with_data(concat_last<typename T::data_type>(data, who, id));
     } else {
         static_assert(is_list<T>);
         T out;
         for (std::size_t k = 0; k < xs.size(); ++k)
             if (xs[k]->size() != xs[0]->size()) mismatch(k);
         for (std::size_t i = 0; i < xs[0]->size(); ++i) {
-            std::vector<const typename T::array_type*> items;
+            scratch_vector<const typename T::array_type*> items;
             for (auto* x : xs) items.push_back(&(*x)[i]);
-            out.push_back(concat_last(items, who, id));
+            out.push_back(concat_last<typename T::array_type>(items, who, id));
         }
         return out;
     }
+}
+
+template <class T>
+T concat_last(std::initializer_list<const T*> xs, std::string_view who, const char* id) {
+    return concat_last<T>(std::span<const T* const>(xs.begin(), xs.size()), who, id);
 }
 
 // The part [start, start + w) of the last axis of a value (a gradient to split).

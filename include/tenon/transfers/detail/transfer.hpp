@@ -94,13 +94,13 @@ inline void check_lengths(const std::string& who, const Ints1d& expected, const 
 }
 // The rows of each array of a list (its lengths).
 template <class A>
-Ints1d lengths_of(const std::vector<A>& xs) {
+Ints1d lengths_of(const List<A>& xs) {
     Ints1d l({xs.size()}, uninitialized);
     for (std::size_t i = 0; i < xs.size(); ++i) l[i] = static_cast<std::int32_t>(xs[i].shape(0));
     return l;
 }
 template <class A>
-void check_list_lengths(const std::string& who, const Ints1d& expected, const std::vector<A>& dY) {
+void check_list_lengths(const std::string& who, const Ints1d& expected, const List<A>& dY) {
     const Ints1d found = lengths_of(dY);
     if (found.size() != expected.size() || !std::equal(expected.begin(), expected.end(), found.begin()))
         throw_layout(who, "a list of arrays with rows", ints_str(expected), ints_str(found));
@@ -129,7 +129,7 @@ struct PaddedLayout {
     // indices[b]. (Thinc's list2padded sorts again; for a layout that list2padded made, the
     // result is the same.)
     template <class A>
-    BasicPadded<add_axis_t<A>> pad(const std::string& who, const std::vector<A>& xs,
+    BasicPadded<add_axis_t<A>> pad(const std::string& who, const List<A>& xs,
                                    const typename A::shape_type& fallback) const {
         const std::size_t B = lengths.size();
         check_list_lengths_by_index(who, xs);
@@ -152,7 +152,7 @@ struct PaddedLayout {
     }
     // A list in the original order must have, at position indices[b], lengths[b] rows.
     template <class A>
-    void check_list_lengths_by_index(const std::string& who, const std::vector<A>& xs) const {
+    void check_list_lengths_by_index(const std::string& who, const List<A>& xs) const {
         Ints1d expected({lengths.size()}, uninitialized);
         for (std::size_t b = 0; b < lengths.size(); ++b) expected[static_cast<std::size_t>(indices[b])] = lengths[b];
         check_list_lengths(who, expected, xs);
@@ -179,7 +179,7 @@ inline void check_kept_lengths(const std::string& who, const Ints1d& expected, c
 // Thinc's ops.flatten(xs, pad): the arrays one after another, with `pad` zero rows before,
 // between and after the non-empty ones; an empty list gives `fallback`'s shape with 0 rows.
 template <class A>
-A flatten(const std::vector<A>& xs, std::size_t pad, const char* who,
+A flatten(const List<A>& xs, std::size_t pad, const char* who,
           typename A::shape_type fallback = typename A::shape_type{}) {
     typename A::shape_type shape = fallback;
     const std::size_t rows = list_rows(xs, who, &shape);
@@ -236,7 +236,7 @@ List<A> unflatten(const V& X, const Ints1d& lengths, std::size_t pad) {
 
 // A list as a Ragged, keeping `fallback`'s width when the list is empty.
 template <class A>
-BasicRagged<A> ragged_of(const std::vector<A>& xs, const char* who, const typename A::shape_type& fallback) {
+BasicRagged<A> ragged_of(const List<A>& xs, const char* who, const typename A::shape_type& fallback) {
     return BasicRagged<A>(flatten(xs, 0, who, fallback), lengths_of(xs));
 }
 
