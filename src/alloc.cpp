@@ -15,8 +15,10 @@
 // the cache holds about the arrays of its largest call (1.1x in that test), not a block for
 // every size ever asked. List vectors and the combinators' small bookkeeping come from the
 // same cache (CacheAllocator, block_alloc).
-// The cache is bounded per thread (256 MiB by default, set_array_cache_limit); a block
-// beyond the bound goes back to the system. release_array_cache() hands every thread's
+// A thread's cache keeps at most twice the most bytes the thread has held at once (so the
+// arrays of a model another thread made, freed here when it is swapped out, go back to the
+// system instead of staying in a serving thread's cache), and at most 256 MiB by default
+// (set_array_cache_limit); a block beyond the bound goes back to the system. release_array_cache() hands every thread's
 // blocks back (docs/reliability.md, "Memory").
 //
 // Reliability (docs/reliability.md, "Memory"):
@@ -28,6 +30,7 @@
 //   is on, the blocks it holds are poisoned, so a use of one is reported too.
 // * Sizes are checked (checked_bytes) and a failed allocation names its size and shape
 //   (tenon-E240, tenon-E241).
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -136,6 +139,18 @@ struct BlockCache {
     void* heads[n_classes] = {};                  // each class's first free block
     std::uint64_t nonempty[n_classes / 64] = {};  // bit c: heads[c] is not null
     std::size_t cached_bytes = 0;
+    // The bytes of blocks this thread has taken minus those it has freed (negative when it
+    // frees another thread's arrays: an old model swapped out), and the most it has held.
+    // The cache keeps at most twice that peak: what the thread's own largest calls need,
+    // not the blocks of models other threads made and this one happened to free last.
+    std::int64_t live = 0;
+    std::size_t peak = 0;
+
+    void used(std::size_t n) noexcept {
+        live += static_cast<std::int64_t>(n);
+        if (live > 0 && static_cast<std::size_t>(live) > peak) peak = static_cast<std::size_t>(live);
+    }
+    void unused(std::size_t n) noexcept { live -= static_cast<std::int64_t>(n); }
     std::uint64_t generation = release_generation.load(std::memory_order_relaxed);
 
     static std::size_t class_bytes(std::size_t c) noexcept {
@@ -173,7 +188,7 @@ struct BlockCache {
     }
     bool put(void* p, std::size_t c) noexcept {
         const std::size_t n = class_bytes(c);
-        if (cached_bytes + n > cache_limit()) return false;
+        if (cached_bytes + n > std::min(cache_limit(), 2 * peak)) return false;
         std::memcpy(p, &heads[c], sizeof(void*));
         heads[c] = p;
         nonempty[c / 64] |= std::uint64_t{1} << (c % 64);
@@ -250,24 +265,27 @@ void* array_alloc(std::size_t bytes, std::size_t& capacity) {
         capacity = bytes;
         return raw_alloc(bytes);
     }
-    if (sc.index < n_classes)
-        if (BlockCache* c = cache())
-            if (void* p = c->find(sc.index, capacity)) return p;
-    // A new block of the class's size, so that it serves the whole class when it comes back.
-    capacity = sc.bytes;
-    return raw_alloc(sc.bytes);
+    BlockCache* c = cache();
+    void* p = sc.index < n_classes && c ? c->find(sc.index, capacity) : nullptr;
+    if (!p) {
+        // A new block of the class's size, so that it serves the whole class when it comes back.
+        p = raw_alloc(sc.bytes);
+        capacity = sc.bytes;
+    }
+    if (c) c->used(capacity);
+    return p;
 }
 
 void* block_alloc(std::size_t bytes) {
     const SizeClass sc = size_class(bytes);
-    if (sc.index < n_classes && cache_on())
-        if (BlockCache* c = cache()) {
-            std::size_t capacity = 0;
-            // (A block of a larger class goes back into this one's list: it only serves smaller
-            // requests from then on.)
-            if (void* p = c->find(sc.index, capacity)) return p;
-        }
-    return raw_alloc(sc.bytes);  // always at least the class's size: block_free knows it from `bytes`
+    BlockCache* c = sc.index < n_classes && cache_on() ? cache() : nullptr;
+    std::size_t capacity = 0;
+    // (A block of a larger class goes back into this one's list: it only serves smaller
+    // requests from then on.)
+    void* p = c ? c->find(sc.index, capacity) : nullptr;
+    if (!p) p = raw_alloc(sc.bytes);  // always at least the class's size: block_free knows it from `bytes`
+    if (c) c->used(sc.bytes);
+    return p;
 }
 
 void block_free(void* p, std::size_t bytes) noexcept {
@@ -276,6 +294,7 @@ void block_free(void* p, std::size_t bytes) noexcept {
     if (sc.index < n_classes && cache_on())
         if (BlockCache* c = cache()) {
             c->follow_release();
+            c->unused(sc.bytes);
             if (c->put(p, sc.index)) return;
         }
     raw_free(p);
@@ -286,6 +305,7 @@ void array_free(void* p, std::size_t capacity) noexcept {
     if (cache_on()) {
         if (BlockCache* c = cache()) {
             c->follow_release();
+            c->unused(capacity);
             // Every cached block was made at a class's size (array_alloc): capacity is exact.
             const SizeClass sc = size_class(capacity);
             if (sc.index < n_classes && sc.bytes == capacity && c->put(p, sc.index)) return;

@@ -423,3 +423,39 @@ TEST_CASE("the block cache's bound: 0 caches nothing, a bound is kept", "[alloc]
     set_array_cache_limit(was);
     release_array_cache();
 }
+
+TEST_CASE("a thread's cache keeps no more than twice what the thread has held: another thread's model goes back",
+          "[alloc][random]") {
+    release_array_cache();
+    // A "trainer" makes a model's worth of arrays (32 MiB); a "server" that only ever held a
+    // small call's arrays frees them (an old model swapped out): they go to the system.
+    std::vector<Floats2d> model;
+    std::thread trainer([&] {
+        for (int i = 0; i < 8; ++i) model.emplace_back(Floats2d({1024, 1024}, uninitialized));
+    });
+    trainer.join();
+    std::size_t small_call = 0, after_free = 0;
+    std::thread server([&] {
+        { Floats2d call({64, 64}); }  // the server's own call: 16 KiB
+        small_call = array_cache_bytes();
+        model.clear();
+        after_free = array_cache_bytes();
+        Floats2d again({64, 64});  // its own call still finds its block
+        (void)again;
+    });
+    server.join();
+    INFO("after the server's call: " << small_call << " bytes cached; after it freed the model: " << after_free);
+    CHECK(small_call >= 64 * 64 * sizeof(float));
+    CHECK(after_free <= 2 * small_call);  // not the model's 32 MiB
+    // The thread that made the arrays keeps them when it frees them itself.
+    std::size_t own = 0;
+    std::thread owner([&] {
+        std::vector<Floats2d> m;
+        for (int i = 0; i < 8; ++i) m.emplace_back(Floats2d({1024, 1024}, uninitialized));
+        m.clear();
+        own = array_cache_bytes();
+        release_array_cache();
+    });
+    owner.join();
+    CHECK(own >= 8u * 1024 * 1024 * sizeof(float));
+}
