@@ -15,7 +15,7 @@
 // the cache holds about the arrays of its largest call (1.1x in that test), not a block for
 // every size ever asked. List vectors and the combinators' small bookkeeping come from the
 // same cache (CacheAllocator, block_alloc).
-// A thread's cache keeps at most twice the most bytes the thread has held at once (so the
+// A thread's cache keeps at most 4 times the most bytes the thread has held at once (so the
 // arrays of a model another thread made, freed here when it is swapped out, go back to the
 // system instead of staying in a serving thread's cache), and at most 256 MiB by default
 // (set_array_cache_limit); a block beyond the bound goes back to the system. release_array_cache() hands every thread's
@@ -110,6 +110,7 @@ constexpr std::size_t n_classes = 256;
 constexpr std::size_t reach = 12;  // a request may take a block up to 12 classes (8x) larger,
 constexpr std::size_t small_block = 16384;  // or any block up to 16 KiB (a call's many small
                                             // arrays: per-document arrays, lengths, lists)
+constexpr std::size_t peak_factor = 4;  // a cache keeps at most 4x its thread's peak (BlockCache)
 
 struct SizeClass {
     std::size_t index;  // n_classes: too large to cache
@@ -141,8 +142,9 @@ struct BlockCache {
     std::size_t cached_bytes = 0;
     // The bytes of blocks this thread has taken minus those it has freed (negative when it
     // frees another thread's arrays: an old model swapped out), and the most it has held.
-    // The cache keeps at most twice that peak: what the thread's own largest calls need,
-    // not the blocks of models other threads made and this one happened to free last.
+    // The cache keeps at most peak_factor times that peak: what the thread's own calls need
+    // (blocks of several classes for calls of different sizes and models), not the blocks of
+    // models other threads made and this one happened to free last.
     std::int64_t live = 0;
     std::size_t peak = 0;
 
@@ -188,7 +190,7 @@ struct BlockCache {
     }
     bool put(void* p, std::size_t c) noexcept {
         const std::size_t n = class_bytes(c);
-        if (cached_bytes + n > std::min(cache_limit(), 2 * peak)) return false;
+        if (cached_bytes + n > std::min(cache_limit(), peak_factor * peak)) return false;
         std::memcpy(p, &heads[c], sizeof(void*));
         heads[c] = p;
         nonempty[c / 64] |= std::uint64_t{1} << (c % 64);
