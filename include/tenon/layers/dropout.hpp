@@ -7,6 +7,7 @@
 #include <utility>
 #include <variant>
 
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/random.hpp"
 
@@ -18,6 +19,8 @@ class Dropout : public Layer<Dropout, Floats2d, Floats2d> {
 
 public:
     static constexpr bool width_preserving = true;  // chain passes widths through it
+    // lower(): one operation of the row pass before it (lower/lowered_as.hpp).
+    static constexpr lowering::RowOpStage lowered_as{lowering::OpKind::dropout};
     explicit Dropout(double rate = 0.0) : Base("dropout", {}, {}) {
         check_rate(rate);
         set_attr("dropout_rate", rate);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
@@ -74,6 +75,8 @@ public:
     template <std::size_t N2>
     using with_nI = LayerNorm<N2>;
     static constexpr bool nO_is_nI = true;
+    // lower(): one operation of the row pass before it (lower/lowered_as.hpp).
+    static constexpr lowering::RowOpStage lowered_as{lowering::OpKind::layernorm};
     template <std::size_t N2>
         requires(NI != N2)
     explicit LayerNorm(LayerNorm<N2>&& o) : Base(static_cast<Node&&>(o)) {

@@ -20,6 +20,8 @@ public:
         requires(NI != N2)
     explicit Linear(Linear<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
+    // lower(): a product, then bias and activate() over each row (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"linear", false};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Linear() makes no options object per layer.

@@ -8,6 +8,7 @@
 #include "tenon/init/init.hpp"
 #include "tenon/layers/detail/affine.hpp"
 #include "tenon/layers/detail/norm_dropout.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
@@ -34,6 +35,8 @@ class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
 public:
     // A static width of 0 fails with E012; chains then see dyn (no second error).
     static constexpr std::size_t static_nO = NO == 0 ? dyn : NO, static_nI = NI == 0 ? dyn : NI, static_nP = NP;
+    // lower(): the product, the largest piece per output, then the tail (lower/lowered_as.hpp).
+    static constexpr lowering::MaxoutStage lowered_as{"maxout"};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Maxout() makes no options object per layer.

@@ -22,6 +22,8 @@ public:
         requires(NI != N2)
     explicit Mish(Mish<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = true;  // the backward pass needs z
+    // lower(): a product, then bias and activate() over each row (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"mish", false};
     static constexpr float threshold = 20.0f;
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of

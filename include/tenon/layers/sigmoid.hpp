@@ -33,6 +33,8 @@ public:
         requires(NI != N2)
     explicit Sigmoid(Sigmoid<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
+    // lower(): a product, then bias and activate() over each row (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"sigmoid", true};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Sigmoid() makes no options object per layer.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "tenon/layers/sigmoid.hpp"
+#include "tenon/lower/lowered_as.hpp"
 
 namespace tenon {
 
@@ -13,6 +14,8 @@ class SigmoidActivation : public Layer<SigmoidActivation, Floats2d, Floats2d> {
 
 public:
     static constexpr bool width_preserving = true;  // chain passes widths through it
+    // lower(): one operation of the row pass before it (lower/lowered_as.hpp).
+    static constexpr lowering::RowOpStage lowered_as{lowering::OpKind::sigmoid};
     SigmoidActivation() : Base("sigmoid_activation", {}, {}) { mark_initialized(); }
 
     struct Backprop {

@@ -40,6 +40,8 @@ public:
         requires(NI != N2)
     explicit Softmax(Softmax<NO, N2>&& other) : Base(std::move(other)) {}
     static constexpr bool keeps_preactivation = false;
+    // lower(): a product, then bias and a softmax over each row (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"softmax", false, true};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Softmax() makes no options object per layer.

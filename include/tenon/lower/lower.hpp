@@ -23,57 +23,22 @@
 
 #include "tenon/combinators/chain.hpp"
 #include "tenon/combinators/residual.hpp"
-#include "tenon/layers/linear.hpp"
-#include "tenon/layers/maxout.hpp"
-#include "tenon/layers/mish.hpp"
-#include "tenon/layers/relu.hpp"
-#include "tenon/layers/sigmoid.hpp"
-#include "tenon/layers/sigmoid_activation.hpp"
-#include "tenon/layers/softmax.hpp"
 #include "tenon/lower/engine.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/lower/plan.hpp"
 
 namespace tenon {
 
 namespace lowering {
 
-// What the lowering knows of a layer type.
-template <class L>
-struct dense_act {
-    static constexpr bool dense = false;
-};
-template <class L, bool Y, bool Softmax>
-struct dense_info {
-    static constexpr bool dense = true, needs_y = Y, softmax = Softmax;
-};
-template <std::size_t O, std::size_t I>
-struct dense_act<Linear<O, I>> : dense_info<Linear<O, I>, false, false> {
-    static constexpr const char* name = "linear";
-};
-template <std::size_t O, std::size_t I>
-struct dense_act<Relu<O, I>> : dense_info<Relu<O, I>, true, false> {
-    static constexpr const char* name = "relu";
-};
-template <std::size_t O, std::size_t I>
-struct dense_act<Sigmoid<O, I>> : dense_info<Sigmoid<O, I>, true, false> {
-    static constexpr const char* name = "sigmoid";
-};
-template <std::size_t O, std::size_t I>
-struct dense_act<Mish<O, I>> : dense_info<Mish<O, I>, false, false> {
-    static constexpr const char* name = "mish";
-};
-template <std::size_t O, std::size_t I>
-struct dense_act<Softmax<O, I>> : dense_info<Softmax<O, I>, false, true> {
-    static constexpr const char* name = "softmax";
+// What the lowering knows of a layer type: what the layer declares in its own header
+// (lowered_as.hpp), and the two combinators the walk goes into.
+template <class L, class Kind>
+concept lowered_as_a = requires {
+    requires std::is_same_v<std::remove_cv_t<decltype(L::lowered_as)>, Kind>;
 };
 template <class L>
-inline constexpr bool is_maxout = false;
-template <std::size_t O, std::size_t I, std::size_t P>
-inline constexpr bool is_maxout<Maxout<O, I, P>> = true;
-template <class L>
-inline constexpr bool is_layernorm = false;
-template <std::size_t N>
-inline constexpr bool is_layernorm<LayerNorm<N>> = true;
+inline constexpr bool is_dense = lowered_as_a<L, DenseStage>;
 template <class L>
 struct chain_walk {
     static constexpr bool is_chain = false;
@@ -87,7 +52,7 @@ inline constexpr bool is_residual<Residual<L>> = true;
 // (Softmax's temperature and normalize_outputs are read once per call, not per row).
 template <class L>
 void act_fwd(const Node* l, float* y, const float* b, std::size_t n, float* z, float t, bool normalize) {
-    if constexpr (dense_act<L>::softmax) {
+    if constexpr (L::lowered_as.softmax) {
         for (std::size_t i = 0; i < n; ++i) y[i] = y[i] + b[i];
         if (normalize) L::softmax_rows(y, 1, n, t);
     } else {
@@ -96,7 +61,7 @@ void act_fwd(const Node* l, float* y, const float* b, std::size_t n, float* z, f
 }
 template <class L>
 void act_bwd(const Node* l, float* d, const float* y, const float* z, std::size_t n, float k) {
-    if constexpr (dense_act<L>::softmax) {
+    if constexpr (L::lowered_as.softmax) {
         if (k != 1.0f)
             for (std::size_t i = 0; i < n; ++i) d[i] *= k;
     } else {
@@ -206,33 +171,34 @@ void add(Builder& B, L& layer, void* slot) {
         op.skip = b_in;
         B.add_op(op);
         B.pinned = true;  // the gradient at the block's output is the skip's: nothing merges after
-    } else if constexpr (dense_act<L>::dense) {
+    } else if constexpr (is_dense<L>) {
         const std::size_t nI = layer.get_dim("nI"), nO = layer.get_dim("nO");
         B.expect_width(layer, nI);
         Stage& s = B.open(Prim::dense, nI, nO);
         s.layer = &layer;
-        s.name = dense_act<L>::name;
+        s.name = L::lowered_as.name;
         s.act_fwd = &act_fwd<L>;
         s.act_bwd = &act_bwd<L>;
-        s.softmax = dense_act<L>::softmax;
-        s.act_needs_y = dense_act<L>::needs_y;
+        s.softmax = L::lowered_as.softmax;
+        s.act_needs_y = L::lowered_as.backward_reads_y;
         s.act_needs_z = L::keeps_preactivation;
         B.add_tail(layer);
-    } else if constexpr (is_maxout<L>) {
+    } else if constexpr (lowered_as_a<L, MaxoutStage>) {
         const std::size_t nI = layer.get_dim("nI"), nO = layer.get_dim("nO");
         B.expect_width(layer, nI);
         Stage& s = B.open(Prim::maxout, nI, nO);
         s.layer = &layer;
-        s.name = "maxout";
+        s.name = L::lowered_as.name;
         s.nP = layer.get_dim("nP");
         B.add_tail(layer);
-    } else if constexpr (is_layernorm<L>) {
-        B.expect_width(layer, layer.get_dim("nI"));
-        B.add_op(Op{OpKind::layernorm, &layer});
-    } else if constexpr (std::is_same_v<L, Dropout>) {
-        B.add_op(Op{OpKind::dropout, &layer, &layer});
-    } else if constexpr (std::is_same_v<L, SigmoidActivation>) {
-        B.add_op(Op{OpKind::sigmoid, &layer});
+    } else if constexpr (lowered_as_a<L, RowOpStage>) {
+        constexpr OpKind op = L::lowered_as.op;
+        if constexpr (op == OpKind::dropout) {
+            B.add_op(Op{op, &layer, &layer});
+        } else {
+            if (layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
+            B.add_op(Op{op, &layer});
+        }
     } else {
         static_assert(std::is_same_v<typename L::Out, Floats2d>,
                       "lower(): every layer of a lowered model must output a Floats2d");

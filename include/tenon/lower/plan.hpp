@@ -21,6 +21,7 @@
 #include "tenon/layers/dropout.hpp"
 #include "tenon/layers/layernorm.hpp"
 #include "tenon/layers/sigmoid.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/node.hpp"
 #include "tenon/random.hpp"
 
@@ -34,7 +35,6 @@ inline constexpr std::size_t max_ops = 8;
 inline constexpr std::size_t row_pass_split_work = 8192;
 
 enum class Prim : std::uint8_t { none, dense, maxout, layer };
-enum class OpKind : std::uint8_t { layernorm, dropout, sigmoid, add };
 
 // One fused operation of a stage's row pass.
 struct Op {

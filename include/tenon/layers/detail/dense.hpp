@@ -13,6 +13,7 @@
 #include "tenon/init/init.hpp"
 #include "tenon/layers/detail/affine.hpp"
 #include "tenon/layers/detail/norm_dropout.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
