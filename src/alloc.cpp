@@ -15,10 +15,10 @@
 // the cache holds about the arrays of its largest call (1.1x in that test), not a block for
 // every size ever asked. List vectors and the combinators' small bookkeeping come from the
 // same cache (CacheAllocator, block_alloc).
-// A thread's cache keeps at most 4 times the most bytes the thread has held at once (so the
-// arrays of a model another thread made, freed here when it is swapped out, go back to the
-// system instead of staying in a serving thread's cache), and at most 256 MiB by default
-// (set_array_cache_limit); a block beyond the bound goes back to the system. release_array_cache() hands every thread's
+// A thread's cache keeps the blocks of its own arrays only (the arrays of a model another
+// thread made, freed here when it is swapped out, go back to the system instead of staying
+// in a serving thread's cache), and at most 256 MiB by default (set_array_cache_limit); a
+// block beyond the bound goes back to the system. release_array_cache() hands every thread's
 // blocks back (docs/reliability.md, "Memory").
 //
 // Reliability (docs/reliability.md, "Memory"):
@@ -110,7 +110,6 @@ constexpr std::size_t n_classes = 256;
 constexpr std::size_t reach = 12;  // a request may take a block up to 12 classes (8x) larger,
 constexpr std::size_t small_block = 16384;  // or any block up to 16 KiB (a call's many small
                                             // arrays: per-document arrays, lengths, lists)
-constexpr std::size_t peak_factor = 4;  // a cache keeps at most 4x its thread's peak (BlockCache)
 
 struct SizeClass {
     std::size_t index;  // n_classes: too large to cache
@@ -140,19 +139,20 @@ struct BlockCache {
     void* heads[n_classes] = {};                  // each class's first free block
     std::uint64_t nonempty[n_classes / 64] = {};  // bit c: heads[c] is not null
     std::size_t cached_bytes = 0;
-    // The bytes of blocks this thread has taken minus those it has freed (negative when it
-    // frees another thread's arrays: an old model swapped out), and the most it has held.
-    // The cache keeps at most peak_factor times that peak: what the thread's own calls need
-    // (blocks of several classes for calls of different sizes and models), not the blocks of
-    // models other threads made and this one happened to free last.
-    std::int64_t live = 0;
-    std::size_t peak = 0;
+    // The bytes of the blocks this thread has taken and not freed. A block freed while less
+    // than its size is live cannot be this thread's: another thread made it (the arrays of a
+    // model swapped out, whose last reference a serving thread happened to drop). Such a
+    // block goes back to the system: a thread's cache keeps the blocks of its own calls, not
+    // the models other threads made.
+    std::size_t live = 0;
 
-    void used(std::size_t n) noexcept {
-        live += static_cast<std::int64_t>(n);
-        if (live > 0 && static_cast<std::size_t>(live) > peak) peak = static_cast<std::size_t>(live);
+    void used(std::size_t n) noexcept { live += n; }
+    // Whether the block freed may be this thread's own (and may be kept).
+    bool unused(std::size_t n) noexcept {
+        if (live < n) return false;
+        live -= n;
+        return true;
     }
-    void unused(std::size_t n) noexcept { live -= static_cast<std::int64_t>(n); }
     std::uint64_t generation = release_generation.load(std::memory_order_relaxed);
 
     static std::size_t class_bytes(std::size_t c) noexcept {
@@ -190,7 +190,7 @@ struct BlockCache {
     }
     bool put(void* p, std::size_t c) noexcept {
         const std::size_t n = class_bytes(c);
-        if (cached_bytes + n > std::min(cache_limit(), peak_factor * peak)) return false;
+        if (cached_bytes + n > cache_limit()) return false;
         std::memcpy(p, &heads[c], sizeof(void*));
         heads[c] = p;
         nonempty[c / 64] |= std::uint64_t{1} << (c % 64);
@@ -296,8 +296,7 @@ void block_free(void* p, std::size_t bytes) noexcept {
     if (sc.index < n_classes && cache_on())
         if (BlockCache* c = cache()) {
             c->follow_release();
-            c->unused(sc.bytes);
-            if (c->put(p, sc.index)) return;
+            if (c->unused(sc.bytes) && c->put(p, sc.index)) return;
         }
     raw_free(p);
 }
@@ -307,10 +306,9 @@ void array_free(void* p, std::size_t capacity) noexcept {
     if (cache_on()) {
         if (BlockCache* c = cache()) {
             c->follow_release();
-            c->unused(capacity);
             // Every cached block was made at a class's size (array_alloc): capacity is exact.
             const SizeClass sc = size_class(capacity);
-            if (sc.index < n_classes && sc.bytes == capacity && c->put(p, sc.index)) return;
+            if (c->unused(capacity) && sc.index < n_classes && sc.bytes == capacity && c->put(p, sc.index)) return;
         }
     }
     raw_free(p);
