@@ -30,7 +30,6 @@
 //   is on, the blocks it holds are poisoned, so a use of one is reported too.
 // * Sizes are checked (checked_bytes) and a failed allocation names its size and shape
 //   (tenon-E240, tenon-E241).
-#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -263,18 +262,17 @@ void* array_alloc(std::size_t bytes, std::size_t& capacity) {
         return raw_alloc(bytes);
     }
     const SizeClass sc = size_class(bytes);
-    if (sc.bytes > cache_limit()) {  // never cached: no rounding
-        capacity = bytes;
-        return raw_alloc(bytes);
-    }
     BlockCache* c = cache();
-    void* p = sc.index < n_classes && c ? c->find(sc.index, capacity) : nullptr;
-    if (!p) {
+    void* p = nullptr;
+    if (sc.bytes > cache_limit()) {  // never cached: no rounding
+        p = raw_alloc(bytes);
+        capacity = bytes;
+    } else if (!(c && sc.index < n_classes && (p = c->find(sc.index, capacity)))) {
         // A new block of the class's size, so that it serves the whole class when it comes back.
         p = raw_alloc(sc.bytes);
         capacity = sc.bytes;
     }
-    if (c) c->used(capacity);
+    if (c) c->used(capacity);  // every block this thread takes counts (array_free subtracts it)
     return p;
 }
 
@@ -290,17 +288,6 @@ void* block_alloc(std::size_t bytes) {
     return p;
 }
 
-void block_free(void* p, std::size_t bytes) noexcept {
-    if (!p) return;
-    const SizeClass sc = size_class(bytes);
-    if (sc.index < n_classes && cache_on())
-        if (BlockCache* c = cache()) {
-            c->follow_release();
-            if (c->unused(sc.bytes) && c->put(p, sc.index)) return;
-        }
-    raw_free(p);
-}
-
 void array_free(void* p, std::size_t capacity) noexcept {
     if (!p) return;
     if (cache_on()) {
@@ -313,6 +300,9 @@ void array_free(void* p, std::size_t capacity) noexcept {
     }
     raw_free(p);
 }
+
+// (block_alloc made the block, and counted it, at its class's size.)
+void block_free(void* p, std::size_t bytes) noexcept { array_free(p, size_class(bytes).bytes); }
 
 }  // namespace tenon::detail
 
