@@ -64,7 +64,10 @@ from anchor_common import ALL_FIGURES, BOUND_FIGURES, BOUND_OF, make_log  # noqa
 # run; the table ends with the check's cost.
 # finite_check_b128: the check alone on one 128-row batch (median us), and its share of a
 # training step at batch 128 (train_epoch_b128 / 469 batches).
-TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck", "finite_check_b128"]
+# latency_b1_p99_loaded: latency_b1_p99 while a competing process spins on one core (the
+# table ends with it as a multiple of the quiet p99).
+TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck", "finite_check_b128",
+                      "latency_b1_p99_loaded"]
 CHECKED_OF = {"train_epoch_b128_nocheck": "train_epoch_b128", "predict10k_b128_nocheck": "predict10k_b128"}
 FIGURES = ALL_FIGURES + TENON_ONLY_FIGURES + BOUND_FIGURES
 HIGHER_IS_BETTER = {"accuracy_1epoch"}
@@ -444,7 +447,22 @@ def print_table(medians, systems, out=sys.stdout):
               "words/s: higher is better, ratio = tenon / anchor)", file=out)
     print_bound(medians, systems, out)
     print_check_cost(medians, sys_names, out)
+    print_loaded_latency(medians, sys_names, out)
     out.flush()
+
+
+def print_loaded_latency(medians, sys_names, out=sys.stdout):
+    """Batch-1 p99 with one core loaded by a competing process, against the quiet p99."""
+    lines = []
+    for s in sys_names:
+        a, q = medians.get(("latency_b1_p99_loaded", s)), medians.get(("latency_b1_p99", s))
+        if a and q and q["value"] > 0:
+            lines.append(f"  {s}: {a['value']:.1f} us loaded vs {q['value']:.1f} us quiet = "
+                         f"{a['value'] / q['value']:.2f}x")
+    if lines:
+        print("\nbatch-1 p99 with one core busy with another process (latency_b1_p99_loaded):", file=out)
+        for line in lines:
+            print(line, file=out)
 
 
 def print_check_cost(medians, sys_names, out=sys.stdout):

@@ -398,6 +398,10 @@ void Node::for_each_child(const std::function<void(const Node&)>& f) const {
     const_cast<Node*>(this)->for_each_child([&](Node& c) { f(c); });
 }
 
+void Node::set_ops(const Ops& ops) {
+    for (Node* n : walk()) n->ops_ = &ops;
+}
+
 std::vector<Node*> Node::walk() {
     std::vector<Node*> out;
     std::deque<Node*> queue{this};
@@ -455,7 +459,7 @@ void Node::apply_optimizer(Optimizer& optimizer) {
         if (apply) {
             settle_grad(p);  // a gradient no backprop touched since the last step is zero
             // The optimizer leaves the gradient's memory as it is; it is zero from now on.
-            optimizer.apply_checked(id_, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+            optimizer.apply_checked(*this, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
         }
         p.grad_lazy_zero = true;
     }
@@ -478,7 +482,7 @@ void Node::apply_optimizer_tree(Optimizer& optimizer) {
                 }
                 if (phase == 1) {
                     settle_grad(p);
-                    opt.apply_checked(n.id_, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+                    opt.apply_checked(n, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
                 }
                 p.grad_lazy_zero = true;
             }

@@ -15,53 +15,14 @@
 namespace tenon {
 
 namespace {
-// The passes run over fixed chunks of a parameter, spread over the worker threads. The
-// chunks do not depend on the thread count, and the clipping norm adds the chunks' sums in
-// chunk order, so a step gives the same bits on any number of threads.
-constexpr std::size_t kChunk = std::size_t{1} << 14;
-
-// Each thread takes a contiguous run of chunks (cpu::parallel_ranges), as the matrix
-// products split their output: a core tends to find its part of the gradient, the weights
-// and the moments in its own cache from the previous step.
-template <class F>
-void over_chunks(std::size_t n, F&& f) {
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    cpu::parallel_ranges(chunks, [&](std::size_t c0, std::size_t c1) {
-        for (std::size_t c = c0; c < c1; ++c) {
-            const std::size_t begin = c * kChunk;
-            f(begin, std::min(n, begin + kChunk) - begin);
-        }
-    });
-}
-
-double chunked_sum_squares(const float* g, std::size_t n) {
-    constexpr std::size_t kMaxChunks = 256;
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    if (chunks > kMaxChunks) {  // a parameter of more than 4M values: serial, in chunk order
-        double s = 0;
-        for (std::size_t b = 0; b < n; b += kChunk) s += cpu::sum_squares(g + b, std::min(kChunk, n - b));
-        return s;
-    }
-    double part[kMaxChunks];
-    over_chunks(n, [&](std::size_t b, std::size_t len) { part[b / kChunk] = cpu::sum_squares(g + b, len); });
-    double s = 0;
-    for (std::size_t c = 0; c < chunks; ++c) s += part[c];
-    return s;
-}
-
 // The sum of squares of g and, in `bad`, how many of its values are NaN or inf: one pass on
 // the normal path (the clipping norm's), a second only when the sum is not finite.
-double checked_sum_squares(const float* g, std::size_t n, std::size_t& bad) {
+double checked_sum_squares(const Ops& ops, const float* g, std::size_t n, std::size_t& bad) {
     bad = 0;
     if (n == 0) return 0.0;
-    const double s = chunked_sum_squares(g, n);
-    if (std::isfinite(s)) return s;
-    bad = cpu::count_nonfinite(g, n);
-    if (bad != 0) return s;
-    // Finite values too large for the float partial sums (above ~1e19): again in double.
-    double d = 0.0;
-    for (std::size_t i = 0; i < n; ++i) d += double(g[i]) * double(g[i]);
-    return d;
+    const double s = ops.sum_squares(g, n);
+    if (!std::isfinite(s)) bad = ops.count_nonfinite(g, n);
+    return s;
 }
 
 std::string number(double v) {
@@ -111,14 +72,14 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
     const std::size_t n = w.size();
     if (n == 0) return;
     std::size_t bad = 0;
-    const double ssq = checked_sum_squares(g.data(), n, bad);
+    const double ssq = checked_sum_squares(cpu_ops(), g.data(), n, bad);
     if (bad != 0) {
         if (opts_.on_nonfinite == NonFinite::raise) throw_nonfinite("parameter " + name, bad, 0);
         ++skipped_;
         if (zero_grad) std::fill(g.data(), g.data() + n, 0.0f);
         return;
     }
-    step(state_[{node_id, name}], w, g, zero_grad, ssq);
+    step(cpu_ops(), state_[{node_id, name}], w, g, zero_grad, ssq);
 }
 
 void Optimizer::begin_step() noexcept {
@@ -132,7 +93,7 @@ void Optimizer::begin_step() noexcept {
 void Optimizer::check_gradient(const Node& root, const Node& node, const std::string& name, Floats1dView g,
                                bool known_zero) {
     std::size_t bad = 0;
-    const double ssq = known_zero ? 0.0 : checked_sum_squares(g.data(), g.size(), bad);
+    const double ssq = known_zero ? 0.0 : checked_sum_squares(node.ops(), g.data(), g.size(), bad);
     sums_.push_back(ssq);
     if (bad == 0) return;
     if (bad_params_++ == 0) {
@@ -151,15 +112,15 @@ bool Optimizer::commit_step() {
     return false;
 }
 
-void Optimizer::apply_checked(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g,
+void Optimizer::apply_checked(const Node& node, const std::string& name, Floats1dView w, Floats1dView g,
                               bool zero_grad) {
     const double ssq = cursor_ < sums_.size() ? sums_[cursor_++] : -1.0;  // check_gradient's, in the same order
     if (w.size() == 0) return;
-    step(state_[{node_id, name}], w, g, zero_grad, ssq);
+    step(node.ops(), state_[{node.id(), name}], w, g, zero_grad, ssq);
 }
 
 // One step for one parameter whose gradient is finite; ssq: its sum of squares (< 0: not known).
-void Optimizer::step(State& s, Floats1dView w, Floats1dView g, bool zero_grad, double ssq) {
+void Optimizer::step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, bool zero_grad, double ssq) {
     const std::size_t n = w.size();
     if (opts_.beta2 > 0.0 && !(opts_.beta1 > 0.0))
         throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
@@ -176,7 +137,7 @@ void Optimizer::step(State& s, Floats1dView w, Floats1dView g, bool zero_grad, d
     float gscale = 1.0f;
     if (opts_.grad_clip > 0.0) {
         std::size_t bad = 0;
-        if (ssq < 0.0) ssq = checked_sum_squares(G, n, bad);
+        if (ssq < 0.0) ssq = checked_sum_squares(ops, G, n, bad);
         const double norm = std::sqrt(ssq);
         if (norm >= opts_.grad_clip) gscale = static_cast<float>(opts_.grad_clip / norm);
     }
@@ -200,18 +161,13 @@ void Optimizer::step(State& s, Floats1dView w, Floats1dView g, bool zero_grad, d
         const auto lr_t = static_cast<float>(opts_.learn_rate * std::sqrt(fix2) / fix1);
         const auto eps = static_cast<float>(opts_.eps);
         float *M1 = s.mom1.data(), *M2 = s.mom2.data();
-        over_chunks(n, [&](std::size_t b, std::size_t len) {
-            cpu::adam_pass(W + b, G + b, M1 + b, M2 + b, A ? A + b : nullptr, len, gscale, b1, b2, lr_t, eps, decay, wd,
-                           zero_grad);
-        });
+        ops.adam(W, G, M1, M2, A, n, gscale, b1, b2, lr_t, eps, decay, wd, zero_grad);
     } else if (opts_.beta2 > 0.0) {
         throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
                     "tenon-E120");
     } else {
         const auto lr = static_cast<float>(opts_.learn_rate);
-        over_chunks(n, [&](std::size_t b, std::size_t len) {
-            cpu::sgd_pass(W + b, G + b, A ? A + b : nullptr, len, gscale, lr, decay, wd, zero_grad);
-        });
+        ops.sgd(W, G, A, n, gscale, lr, decay, wd, zero_grad);
     }
 }
 

@@ -1,5 +1,6 @@
-// The run-time half of lowering, compiled once into libtenon: the row passes, the products'
-// calls, parameter lookup, the workspace layout and describe (include/tenon/lower/plan.hpp
+// The run-time half of lowering, compiled once into libtenon: the products' calls (on the
+// model's backend; the row passes are the backend's too, src/cpu/ops.cpp), parameter
+// lookup, the workspace layout and describe (include/tenon/lower/plan.hpp
 // declares them; nothing here depends on a model's type). A translation unit that runs a
 // model's plan instantiates only the typed walk and the call sequence (lower.hpp).
 #include "tenon/lower/plan.hpp"
@@ -57,194 +58,21 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
     return sp;
 }
 
-void row_pass_forward(const Stage& s, const StageParams& sp, const Ctx& c) {
-    const std::size_t n = s.nO, rows = c.rows;
-    float* O = c.act(s.out);
-    const float* in = s.prim == Prim::none ? c.act(s.in) : nullptr;
-    const float* zs = s.prim == Prim::maxout ? c.buf(c.p->zs) : nullptr;
-    float* ysave = c.train && s.ysave != npos ? c.buf(s.ysave) : nullptr;
-    float* zsave = c.train && s.zsave != npos ? c.buf(s.zsave) : nullptr;
-    auto* which = c.train && s.which != npos ? reinterpret_cast<std::int32_t*>(c.buf(s.which)) : nullptr;
-    const std::size_t nops = s.ops.size();
-    float* saves[max_ops];
-    float* rstds[max_ops];
-    const float* skips[max_ops];
-    for (std::size_t k = 0; k < nops; ++k) {
-        const Op& op = s.ops[k];
-        saves[k] = c.train && op.save != npos ? c.buf(op.save) : nullptr;
-        rstds[k] = c.train && op.rstd != npos ? c.buf(op.rstd) : nullptr;
-        skips[k] = op.kind == OpKind::add ? c.act(op.skip) : nullptr;
-    }
-    std::uint64_t keys[max_ops] = {};
-    for (std::size_t k = 0; k < nops; ++k)
-        if (s.ops[k].kind == OpKind::dropout && c.train && sp.op[k].on && !sp.op[k].all)
-            keys[k] = dropout_key(global_rng());
-    auto pass = [&](std::size_t r0, std::size_t r1) {
-        for (std::size_t r = r0; r < r1; ++r) {
-            float* o = O + r * n;
-            switch (s.prim) {
-                case Prim::dense:
-                    s.act_fwd(s.layer, o, sp.b, n, zsave ? zsave + r * n : nullptr, sp.t, sp.normalize);
-                    break;
-                case Prim::maxout: {
-                    // max over the pieces of Z + b; ties go to the first piece (as Maxout)
-                    const std::size_t nP = s.nP;
-                    const float* z = zs + r * n * nP;
-                    for (std::size_t q = 0; q < n; ++q) {
-                        const float* zq = z + q * nP;
-                        const float* bq = sp.b + q * nP;
-                        std::size_t arg = 0;
-                        float best = zq[0] + bq[0];
-                        for (std::size_t p = 1; p < nP; ++p) {
-                            const float v = zq[p] + bq[p];
-                            if (v > best) {
-                                best = v;
-                                arg = p;
-                            }
-                        }
-                        o[q] = best;
-                        if (which) which[r * n + q] = static_cast<std::int32_t>(arg);
-                    }
-                    break;
-                }
-                case Prim::none:
-                    if (o != in + r * n) std::memcpy(o, in + r * n, n * sizeof(float));
-                    break;
-                case Prim::layer:
-                    break;
-            }
-            if (ysave) std::memcpy(ysave + r * n, o, n * sizeof(float));
-            for (std::size_t k = 0; k < nops; ++k) {
-                const Op& op = s.ops[k];
-                const OpParams& pp = sp.op[k];
-                switch (op.kind) {
-                    case OpKind::layernorm:
-                        detail::layernorm_row(o, o, n, pp.G, pp.b, saves[k] ? saves[k] + r * n : nullptr,
-                                      rstds[k] ? rstds[k] + r : nullptr);
-                        break;
-                    case OpKind::dropout:
-                        if (!c.train) break;
-                        if (float* m = saves[k] + r * n; !pp.on) {
-                            for (std::size_t i = 0; i < n; ++i) m[i] = 1.0f;  // backward then passes dY through
-                        } else if (pp.all) {
-                            for (std::size_t i = 0; i < n; ++i) o[i] *= (m[i] = 0.0f);
-                        } else {
-                            dropout_mask(keys[k], r * n, m, n, pp.threshold, pp.keep);  // as Dropout's
-                            for (std::size_t i = 0; i < n; ++i) o[i] *= m[i];
-                        }
-                        break;
-                    case OpKind::sigmoid:
-                        for (std::size_t i = 0; i < n; ++i) o[i] = detail::sigmoid(o[i]);
-                        if (saves[k]) std::memcpy(saves[k] + r * n, o, n * sizeof(float));
-                        break;
-                    case OpKind::add: {
-                        const float* x = skips[k] + r * n;
-                        for (std::size_t i = 0; i < n; ++i) o[i] += x[i];
-                        break;
-                    }
-                }
-            }
-        }
-    };
-    // Split only where it pays (waking a worker costs about a microsecond).
-    if (rows >= 2 && rows * n >= row_pass_split_work) cpu::parallel_ranges(rows, pass);
-    else pass(0, rows);
-}
-
-void row_pass_backward(const Stage& s, const StageParams& sp, const Ctx& c) {
-    const std::size_t n = s.nO, rows = c.rows;
-    const float* dY = c.grad(s.out);
-    const float* O = c.act(s.out);
-    const float* ysave = s.ysave != npos ? c.buf(s.ysave) : nullptr;
-    const float* zsave = s.zsave != npos ? c.buf(s.zsave) : nullptr;
-    const auto* which = s.which != npos ? reinterpret_cast<const std::int32_t*>(c.buf(s.which)) : nullptr;
-    float* dz = s.prim == Prim::none ? nullptr : dz_of(s, c);
-    float* tmp = c.p->tmp != npos ? c.buf(c.p->tmp) : nullptr;
-    float* gin = s.prim == Prim::none ? c.grad(s.in) : nullptr;
-    const std::size_t nops = s.ops.size();
-    const float* saves[max_ops];
-    const float* rstds[max_ops];
-    float* skipg[max_ops];
-    for (std::size_t k = 0; k < nops; ++k) {
-        const Op& op = s.ops[k];
-        saves[k] = op.save != npos ? c.buf(op.save) : (op.kind == OpKind::sigmoid ? O : nullptr);
-        rstds[k] = op.rstd != npos ? c.buf(op.rstd) : nullptr;
-        skipg[k] = op.kind == OpKind::add ? c.grad(op.skip) : nullptr;
-    }
-    for (std::size_t r = 0; r < rows; ++r) {
-        float* w = (s.prim == Prim::dense || s.prim == Prim::layer) ? dz + r * n : tmp;
-        if (w != dY + r * n) std::memcpy(w, dY + r * n, n * sizeof(float));
-        for (std::size_t k = nops; k-- > 0;) {
-            const Op& op = s.ops[k];
-            const OpParams& pp = sp.op[k];
-            switch (op.kind) {
-                case OpKind::layernorm:
-                    detail::layernorm_row_backward(w, w, saves[k] + r * n, rstds[k][r], n, pp.G, pp.dG, pp.db);
-                    break;
-                case OpKind::dropout: {
-                    const float* m = saves[k] + r * n;
-                    for (std::size_t i = 0; i < n; ++i) w[i] *= m[i];
-                    break;
-                }
-                case OpKind::sigmoid:
-                    detail::sigmoid_backward(w, saves[k] + r * n, n);
-                    break;
-                case OpKind::add: {
-                    // Y = X + f(X): the skip's gradient is this one (f's part is added later)
-                    if (!skipg[k]) break;  // the skip is the plan's input, whose gradient is not wanted
-                    float* g = skipg[k] + r * n;
-                    if (op.grad_assign) std::memcpy(g, w, n * sizeof(float));
-                    else
-                        for (std::size_t i = 0; i < n; ++i) g[i] += w[i];
-                    break;
-                }
-            }
-        }
-        switch (s.prim) {
-            case Prim::dense: {
-                const float* y = s.act_needs_y ? (ysave ? ysave : O) + r * n : nullptr;
-                const float* z = zsave ? zsave + r * n : nullptr;
-                s.act_bwd(s.layer, w, y, z, n, sp.k);
-                for (std::size_t i = 0; i < n; ++i) sp.db[i] += w[i];
-                break;
-            }
-            case Prim::maxout: {
-                const std::size_t nP = s.nP, m = n * nP;
-                float* d = dz + r * m;
-                for (std::size_t i = 0; i < m; ++i) d[i] = 0.0f;
-                for (std::size_t q = 0; q < n; ++q) d[q * nP + static_cast<std::size_t>(which[r * n + q])] = w[q];
-                for (std::size_t i = 0; i < m; ++i) sp.db[i] += d[i];
-                break;
-            }
-            case Prim::none: {
-                if (!gin) break;  // as for a skip
-                float* g = gin + r * n;
-                if (s.dx_assign) std::memcpy(g, w, n * sizeof(float));
-                else
-                    for (std::size_t i = 0; i < n; ++i) g[i] += w[i];
-                break;
-            }
-            case Prim::layer:
-                break;
-        }
-    }
-}
-
 void product_forward(const Stage& s, const StageParams& sp, const Ctx& c) {
     const float* X = c.act(s.in);
     if (s.prim == Prim::dense)
-        cpu::sgemm(false, true, c.rows, s.nO, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.act(s.out), s.nO);
+        c.ops->gemm(false, true, c.rows, s.nO, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.act(s.out), s.nO);
     else
-        cpu::sgemm(false, true, c.rows, s.nO * s.nP, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.buf(c.p->zs),
+        c.ops->gemm(false, true, c.rows, s.nO * s.nP, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.buf(c.p->zs),
                    s.nO * s.nP);
 }
 
 void product_backward(const Stage& s, const StageParams& sp, const Ctx& c) {
     const std::size_t m = s.nO * s.nP;
     const float* dZ = dz_of(s, c);
-    cpu::sgemm(true, false, m, s.nI, c.rows, 1.0f, dZ, m, c.act(s.in), s.nI, sp.dW_beta, sp.dW, s.nI);
+    c.ops->gemm(true, false, m, s.nI, c.rows, 1.0f, dZ, m, c.act(s.in), s.nI, sp.dW_beta, sp.dW, s.nI);
     if (float* dX = c.grad(s.in))
-        cpu::sgemm(false, false, c.rows, s.nI, m, 1.0f, dZ, m, sp.W, s.nI, s.dx_assign ? 0.0f : 1.0f, dX, s.nI);
+        c.ops->gemm(false, false, c.rows, s.nI, m, 1.0f, dZ, m, sp.W, s.nI, s.dx_assign ? 0.0f : 1.0f, dX, s.nI);
 }
 
 std::string fmt_rate(double r) {

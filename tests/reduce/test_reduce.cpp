@@ -565,13 +565,19 @@ TEST_CASE("embed_ids: id columns, column masks, gradient rows", "[reduce][embed_
     detail::apply_column_mask(Y.data(), 2, mask);
     for (std::size_t j = 0; j < 64; ++j) CHECK(Y(1, j) == mask[j]);
 
-    // A gradient row adds into the table's row, through the mask when there is one.
-    float e[3] = {1, 1, 1};
-    const float dy[3] = {1, 2, 3};
-    detail::add_grad_row(e, dy, Floats1d(), 3);
+    // A gradient row adds into the table's row (the backend's scatter-add), through the mask
+    // when there is one; a row named twice gets both.
+    float e[6] = {1, 1, 1, 0, 0, 0};
+    const float dy[6] = {1, 2, 3, 10, 20, 30};
+    const std::uint32_t to0[1] = {0};
+    cpu_ops().scatter_add_rows(e, 3, to0, 1, 1, dy, nullptr);
     CHECK((e[0] == 2 && e[1] == 3 && e[2] == 4));
-    const Floats1d m3({3}, {0.0f, 2.0f, 1.0f});
-    detail::add_grad_row(e, dy, m3, 3);
+    const float m3[3] = {0.0f, 2.0f, 1.0f};
+    cpu_ops().scatter_add_rows(e, 3, to0, 1, 1, dy, m3);
     CHECK((e[0] == 2 && e[1] == 7 && e[2] == 7));
+    const std::uint32_t twice[4] = {1, 1, 0, 1};  // two rows of dy, two keys each
+    cpu_ops().scatter_add_rows(e, 3, twice, 2, 2, dy, nullptr);
+    CHECK((e[3] == 12 && e[4] == 24 && e[5] == 36));  // table row 1: dy[0] twice (row 0's keys) + dy[1]
+    CHECK((e[0] == 12 && e[1] == 27 && e[2] == 37));  // table row 0: + dy[1] (row 1's first key)
     CHECK(error_id([&] { detail::check_table_grad("embed", true, Floats2d({2, 3}).view(), 2, 4); }) == "tenon-E191");
 }

@@ -197,7 +197,7 @@ TEST_CASE("layers: Softmax", "[layers]") {
     // Large logits do not overflow (shifted by the row maximum).
     Floats2d huge({1, 3}, {1000.0f, 999.0f, -1000.0f});
     Floats2d hp = huge;
-    Softmax<3>::softmax_rows(hp.data(), 1, 3, 1.0f);
+    fn::softmax_row(hp.data(), 3, 1.0f);
     CHECK(hp(0, 0) == Approx(1.0 / (1.0 + std::exp(-1.0))));
     CHECK(hp(0, 2) == 0.0f);
 
@@ -231,10 +231,10 @@ TEST_CASE("layers: Mish", "[layers]") {
     randomize(m, 12);
     const Floats2d P = m.predict(X), Z = affine_ref(m, X);
     for (std::size_t i = 0; i < P.size(); ++i) CHECK(P[i] == Approx(mish_ref(Z[i])).margin(1e-5));
-    CHECK(Mish<>::mish(0.0f) == 0.0f);
-    CHECK(Mish<>::mish(25.0f) == 25.0f);  // the identity above the threshold
-    CHECK(Mish<>::mish(-30.0f) == Approx(0.0).margin(1e-10));
-    CHECK(Mish<>::mish(1.0f) == Approx(0.8650983882673103));
+    CHECK(fn::Mish{}(0.0f) == 0.0f);
+    CHECK(fn::Mish{}(25.0f) == 25.0f);  // the identity above the threshold
+    CHECK(fn::Mish{}(-30.0f) == Approx(0.0).margin(1e-10));
+    CHECK(fn::Mish{}(1.0f) == Approx(0.8650983882673103));
 }
 
 TEST_CASE("layers: Maxout", "[layers]") {

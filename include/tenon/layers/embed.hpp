@@ -53,14 +53,14 @@ public:
 
     struct Backprop {
         Embed* layer = nullptr;
-        Keys1d rows;                      // the row of E of each output row
+        Array<std::uint32_t, dyn> rows;   // the row of E of each output row
         Floats1d mask;                    // the dropout mask, or empty
         typename In::shape_type shape{};  // X's, for the (zero) gradient of the ids
         In operator()(Floats2dCView dY) const {
             const std::size_t n = rows.size(), nO = layer ? layer->dim(0) : 0;
             detail::check_table_grad("embed", layer, dY, n, nO);
-            float* dE = layer->grad_data(0);
-            for (std::size_t r = 0; r < n; ++r) detail::add_grad_row(dE + static_cast<std::size_t>(rows[r]) * nO, dY.data() + r * nO, mask, nO);
+            layer->ops().scatter_add_rows(layer->grad_data(0), nO, rows.data(), n, 1, dY.data(),
+                                          mask.size() ? mask.data() : nullptr);
             return In(shape);
         }
     };
@@ -69,16 +69,17 @@ private:
     void init_impl(const std::remove_reference_t<InView>*, const Floats2dCView* Y) {
         if (Y) this->resolve_dim(0, Y->shape(1));
         const std::size_t nO = this->require_dim(0), nV = this->require_dim(1);
+        detail::check_table_rows("embed", nV);
         this->allocate_param(0, {nV, nO});
         init_E_(this->get_param("E"));
         this->mark_initialized();
     }
 
     // (An array, not a vector: its memory comes from the thread's block cache.)
-    Keys1d rows_of(InView X) const {
+    Array<std::uint32_t, dyn> rows_of(InView X) const {
         const auto ids = detail::id_column(*this, X, column());
         const std::size_t n = ids.rows(), nV = this->dim(1);
-        Keys1d rows({n}, uninitialized);
+        Array<std::uint32_t, dyn> rows({n}, uninitialized);
         for (std::size_t r = 0; r < n; ++r) {
             const auto id = ids.id(r);
             if constexpr (std::is_signed_v<decltype(id)>)
@@ -91,16 +92,14 @@ private:
                                 ") is out of range: the table has nV = " + std::to_string(nV) +
                                 " rows, so ids must be in [0, " + std::to_string(nV) + ")",
                             "tenon-E193");
-            rows[r] = static_cast<std::uint64_t>(id);
+            rows[r] = static_cast<std::uint32_t>(id);  // < nV <= 2^32
         }
         return rows;
     }
-    Floats2d gather(const Keys1d& rows) const {
+    Floats2d gather(const Array<std::uint32_t, dyn>& rows) const {
         const std::size_t n = rows.size(), nO = this->dim(0);
         Floats2d Y({n, nO}, uninitialized);
-        const float* E = this->param(0).value.data();
-        for (std::size_t r = 0; r < n; ++r)
-            if (nO) std::memcpy(Y.data() + r * nO, E + static_cast<std::size_t>(rows[r]) * nO, nO * sizeof(float));
+        this->ops().gather_add_rows(this->param(0).value.data(), nO, rows.data(), n, 1, Y.data());
         return Y;
     }
     Floats2d predict_impl(InView X) const { return gather(rows_of(X)); }

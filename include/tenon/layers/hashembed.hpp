@@ -90,12 +90,9 @@ public:
         In operator()(Floats2dCView dY) const {
             const std::size_t rows = keys.size() / 4, nO = layer ? layer->dim(0) : 0;
             detail::check_table_grad("hashembed", layer, dY, rows, nO);
-            float* dE = layer->grad_data(0);
             // Key by key, as Thinc's four scatter_adds.
-            for (std::size_t k = 0; k < 4; ++k)
-                for (std::size_t r = 0; r < rows; ++r)
-                    detail::add_grad_row(dE + static_cast<std::size_t>(keys[r * 4 + k]) * nO, dY.data() + r * nO,
-                                         mask, nO);
+            layer->ops().scatter_add_rows(layer->grad_data(0), nO, keys.data(), rows, 4, dY.data(),
+                                          mask.size() ? mask.data() : nullptr);
             return In(shape);
         }
     };
@@ -104,6 +101,7 @@ private:
     void init_impl(const std::remove_reference_t<InView>*, const Floats2dCView* Y) {
         if (Y) this->resolve_dim(0, Y->shape(1));
         const std::size_t nO = this->require_dim(0), nV = this->require_dim(1);
+        detail::check_table_rows("hashembed", nV);
         this->allocate_param(0, {nV, nO});
         init_E_(this->get_param("E"));
         this->mark_initialized();
@@ -126,16 +124,9 @@ private:
     }
     Floats2d gather(const Array<std::uint32_t, dyn>& keys) const {
         const std::size_t rows = keys.size() / 4, nO = this->dim(0);
-        Floats2d Y({rows, nO});
-        const float* E = this->param(0).value.data();
+        Floats2d Y({rows, nO}, uninitialized);
         // Summed in key order, as Thinc's gather_add.
-        for (std::size_t r = 0; r < rows; ++r) {
-            float* y = Y.data() + r * nO;
-            for (std::size_t k = 0; k < 4; ++k) {
-                const float* e = E + static_cast<std::size_t>(keys[r * 4 + k]) * nO;
-                for (std::size_t j = 0; j < nO; ++j) y[j] += e[j];
-            }
-        }
+        this->ops().gather_add_rows(this->param(0).value.data(), nO, keys.data(), rows, 4, Y.data());
         return Y;
     }
     Floats2d predict_impl(InView X) const { return gather(keys_of(X)); }

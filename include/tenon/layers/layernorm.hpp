@@ -9,48 +9,6 @@
 
 namespace tenon {
 
-namespace detail {
-inline constexpr float layernorm_epsilon = 1e-8f;
-
-// One row of LayerNorm: y = G * (x - mean) / sqrt(var + eps) + b, keeping the normalised
-// row (xh) and 1/std (rstd) when asked. x may be y (the lowered plan works in place).
-inline void layernorm_row(const float* x, float* y, std::size_t n, const float* G, const float* b, float* xh,
-                          float* rstd) {
-    double mean = 0.0;
-    for (std::size_t i = 0; i < n; ++i) mean += x[i];
-    mean /= double(n);
-    double var = 0.0;
-    for (std::size_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-    var /= double(n);
-    const auto rs = static_cast<float>(1.0 / std::sqrt(var + double(layernorm_epsilon)));
-    const auto mu = static_cast<float>(mean);
-    for (std::size_t i = 0; i < n; ++i) {
-        const float h = (x[i] - mu) * rs;
-        if (xh) xh[i] = h;
-        y[i] = h * G[i] + b[i];
-    }
-    if (rstd) *rstd = rs;
-}
-
-// Its backward on one row: adds to dG and db and writes dx (dy may be dx: in place).
-inline void layernorm_row_backward(const float* dy, float* dx, const float* xh, float rs, std::size_t n,
-                                   const float* G, float* dG, float* db) {
-    double sum_d = 0.0, sum_dx = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const float g = dy[i];
-        db[i] += g;
-        dG[i] += g * xh[i];
-        const float d = g * G[i];
-        dx[i] = d;
-        sum_d += d;
-        sum_dx += double(d) * xh[i];
-    }
-    const float k = rs / static_cast<float>(n), sd = static_cast<float>(sum_d), sdx = static_cast<float>(sum_dx),
-                fn = static_cast<float>(n);
-    for (std::size_t i = 0; i < n; ++i) dx[i] = k * (fn * dx[i] - sd - xh[i] * sdx);
-}
-}  // namespace detail
-
 template <std::size_t NI = dyn>
 class LayerNorm : public Layer<LayerNorm<NI>, Floats2d, Floats2d> {
     using Base = Layer<LayerNorm<NI>, Floats2d, Floats2d>;
@@ -61,7 +19,7 @@ class LayerNorm : public Layer<LayerNorm<NI>, Floats2d, Floats2d> {
 public:
     // A static width of 0 fails with E012; chains then see dyn (no second error).
     static constexpr std::size_t static_nO = NI == 0 ? dyn : NI, static_nI = static_nO;
-    static constexpr float epsilon = detail::layernorm_epsilon;
+    static constexpr float epsilon = fn::layernorm_epsilon;
 
     explicit LayerNorm(std::size_t nI = NI) : Base("layernorm", {{"nO", NI}, {"nI", NI}}, {{"G", {"nI"}}, {"b", {"nI"}}}) {
         if (nI != dyn) {
@@ -95,9 +53,7 @@ public:
             const float* G = layer->param(0).value.data();
             float* dG = layer->grad_data(0);
             float* db = layer->grad_data(1);
-            for (std::size_t r = 0; r < rows; ++r)
-                detail::layernorm_row_backward(dY.data() + r * n, dX.data() + r * n, Xhat.data() + r * n, rstd[r], n,
-                                               G, dG, db);
+            layer->ops().layernorm_backward(dY.data(), dX.data(), Xhat.data(), rstd.data(), rows, n, G, dG, db);
             return dX;
         }
     };
@@ -125,9 +81,7 @@ private:
         detail::check_width(*this, X, n);
         const float* G = this->param(0).value.data();
         const float* b = this->param(1).value.data();
-        for (std::size_t r = 0; r < rows; ++r)
-            detail::layernorm_row(X.data() + r * n, Y + r * n, n, G, b, Xhat ? Xhat + r * n : nullptr,
-                                  rstd ? rstd + r : nullptr);
+        this->ops().layernorm(X.data(), Y, rows, n, G, b, Xhat, rstd);
     }
 
     Floats2d predict_impl(Floats2dCView X) const {

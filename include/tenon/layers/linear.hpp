@@ -19,20 +19,14 @@ public:
     template <std::size_t N2>
         requires(NI != N2)
     explicit Linear(Linear<NO, N2>&& other) : Base(std::move(other)) {}
-    static constexpr bool keeps_preactivation = false;
-    // lower(): a product, then bias and activate() over each row (lower/lowered_as.hpp).
-    static constexpr lowering::DenseStage lowered_as{"linear", false};
+    // No activation; lower(): a product, then the bias over each row (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"linear", Activation::identity};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Linear() makes no options object per layer.
     [[gnu::noinline]] explicit Linear() : Linear(LinearOptions{}) {}
     explicit Linear(LinearOptions o)
         : Base("linear", o.nO, o.nI, o.init_W ? o.init_W : Init(glorot_uniform_init), o.init_b, false, {}) {}
-
-    void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {
-        Base::bias_map(Y, b, rows, n, Z, [](float v) { return v; });
-    }
-    void activate_backward(float*, const float*, const float*, std::size_t, std::size_t) const {}
 };
 
 }  // namespace tenon

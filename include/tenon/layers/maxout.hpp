@@ -77,12 +77,11 @@ public:
             const std::size_t rows = X.shape(0), nO = layer->dim(0), nP = layer->dim(2);
             detail::check_same_shape(*layer, dY, rows, nO);  // before the tail, so the error names this layer
             Floats2d d = layer->tail_.backward(dY, tail);
-            Floats2d dZ({rows, nO * nP});  // zero except at the winners
-            for (std::size_t r = 0; r < rows; ++r)
-                for (std::size_t o = 0; o < nO; ++o)
-                    dZ(r, o * nP + static_cast<std::size_t>(which(r, o))) = d(r, o);
+            const Ops& ops = layer->ops();
+            Floats2d dZ({rows, nO * nP}, uninitialized);  // zero except at the winners
+            ops.maxout_backward(d.data(), which.data(), rows, nO, nP, dZ.data());
             Floats2d dX({rows, X.shape(1)}, uninitialized);
-            detail::affine_backward(dZ.data(), X, layer->param(0).value.data(), nO * nP,
+            detail::affine_backward(ops, dZ.data(), X, layer->param(0).value.data(), nO * nP,
                                     layer->grad_data(0), layer->grad_data(1), dX.data());
             return dX;
         }
@@ -106,22 +105,15 @@ private:
         this->mark_initialized();
     }
 
-    // Z = X W^T + b over all nO * nP pieces, then the max per output (and its index).
+    // Z = X W^T over all nO * nP pieces, then the max of Z + b per output (and its index).
     Floats2d pieces(Floats2dCView X, std::int32_t* which) const {
         detail::check_width(*this, X, this->dim(1));
         const std::size_t rows = X.shape(0), nO = this->dim(0), nP = this->dim(2);
+        const Ops& ops = this->ops();
         Floats2d Z({rows, nO * nP}, uninitialized);
-        detail::affine_forward(X, this->param(0).value.data(), this->param(1).value.data(), nO * nP, Z.data());
+        detail::affine_product(ops, X, this->param(0).value.data(), nO * nP, Z.data());
         Floats2d best({rows, nO}, uninitialized);
-        for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t o = 0; o < nO; ++o) {
-                const float* z = Z.data() + r * nO * nP + o * nP;
-                std::size_t arg = 0;
-                for (std::size_t p = 1; p < nP; ++p)
-                    if (z[p] > z[arg]) arg = p;
-                best(r, o) = z[arg];
-                if (which) which[r * nO + o] = static_cast<std::int32_t>(arg);
-            }
+        ops.maxout(Z.data(), this->param(1).value.data(), rows, nO, nP, best.data(), which);
         return best;
     }
 

@@ -19,9 +19,9 @@ public:
     template <std::size_t N2>
         requires(NI != N2)
     explicit Relu(Relu<NO, N2>&& other) : Base(std::move(other)) {}
-    static constexpr bool keeps_preactivation = false;
-    // lower(): a product, then bias and activate() over each row (lower/lowered_as.hpp).
-    static constexpr lowering::DenseStage lowered_as{"relu", true};
+    // The activation (fn::Relu: the gradient passes where the output is positive, as Thinc's
+    // dY * (Y > 0)); lower(): a product, then bias and relu over each row (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"relu", Activation::relu};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Relu() makes no options object per layer.
@@ -29,14 +29,6 @@ public:
     explicit Relu(DenseOptions o)
         : Base("relu", o.nO, o.nI, o.init_W ? o.init_W : Init(glorot_uniform_init), o.init_b, o.normalize,
                o.dropout) {}
-
-    void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {
-        Base::bias_map(Y, b, rows, n, Z, [](float v) { return v > 0.0f ? v : 0.0f; });
-    }
-    // The gradient passes where the output is positive (Thinc: dY * (Y > 0)).
-    void activate_backward(float* d, const float* Y, const float*, std::size_t rows, std::size_t n) const {
-        for (std::size_t i = 0, e = rows * n; i < e; ++i) d[i] = Y[i] > 0.0f ? d[i] : 0.0f;
-    }
 };
 
 }  // namespace tenon

@@ -7,17 +7,6 @@
 
 namespace tenon {
 
-namespace detail {
-inline float sigmoid(float v) {
-    v = v < -20.0f ? -20.0f : (v > 20.0f ? 20.0f : v);
-    return 1.0f / (1.0f + std::exp(-v));
-}
-// d <- d * Y * (1 - Y)
-inline void sigmoid_backward(float* d, const float* Y, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) d[i] *= Y[i] * (1.0f - Y[i]);
-}
-}  // namespace detail
-
 template <std::size_t NO = dyn, std::size_t NI = dyn>
 class Sigmoid : public detail::Dense<Sigmoid<NO, NI>, NO, NI> {
     using Base = detail::Dense<Sigmoid<NO, NI>, NO, NI>;
@@ -32,22 +21,15 @@ public:
     template <std::size_t N2>
         requires(NI != N2)
     explicit Sigmoid(Sigmoid<NO, N2>&& other) : Base(std::move(other)) {}
-    static constexpr bool keeps_preactivation = false;
-    // lower(): a product, then bias and activate() over each row (lower/lowered_as.hpp).
-    static constexpr lowering::DenseStage lowered_as{"sigmoid", true};
+    // The activation (fn::Sigmoid: its input clipped to [-20, 20]); lower(): a product, then
+    // bias and sigmoid over each row (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"sigmoid", Activation::sigmoid};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Sigmoid() makes no options object per layer.
     [[gnu::noinline]] explicit Sigmoid() : Sigmoid(LinearOptions{}) {}
     explicit Sigmoid(LinearOptions o)
         : Base("sigmoid", o.nO, o.nI, o.init_W ? o.init_W : Init(zero_init), o.init_b, false, {}) {}
-
-    void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {
-        Base::bias_map(Y, b, rows, n, Z, detail::sigmoid);
-    }
-    void activate_backward(float* d, const float* Y, const float*, std::size_t rows, std::size_t n) const {
-        detail::sigmoid_backward(d, Y, rows * n);
-    }
 };
 
 }  // namespace tenon

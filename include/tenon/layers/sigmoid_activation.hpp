@@ -20,6 +20,7 @@ public:
 
     struct Backprop {
         Floats2d Y;
+        const Ops* ops = nullptr;
         Floats2d operator()(Floats2dCView dY) const {
             if (dY.shape() != Y.shape())
                 throw ShapeError("sigmoid_activation: backprop: expected a gradient of shape (" +
@@ -28,7 +29,7 @@ public:
                                      std::to_string(dY.shape(1)) + ")",
                                  "tenon-E111");
             Floats2d dX(dY);
-            detail::sigmoid_backward(dX.data(), Y.data(), dX.size());
+            ops->activation_backward(Activation::sigmoid, dX.data(), Y.data(), nullptr, 1, dX.size());
             return dX;
         }
     };
@@ -37,12 +38,12 @@ private:
     void init_impl(const Floats2dCView*, const Floats2dCView*) {}
     Floats2d predict_impl(Floats2dCView X) const {
         Floats2d Y(X.shape(), uninitialized);
-        for (std::size_t i = 0, n = X.size(); i < n; ++i) Y[i] = detail::sigmoid(X[i]);
+        this->ops().activate(Activation::sigmoid, X.data(), Y.data(), X.size());
         return Y;
     }
     std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool) {
         Floats2d Y = predict_impl(X);
-        Backprop bp{Y};
+        Backprop bp{Y, &this->ops()};
         return {std::move(Y), std::move(bp)};
     }
 };

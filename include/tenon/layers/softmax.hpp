@@ -39,9 +39,9 @@ public:
     template <std::size_t N2>
         requires(NI != N2)
     explicit Softmax(Softmax<NO, N2>&& other) : Base(std::move(other)) {}
-    static constexpr bool keeps_preactivation = false;
-    // lower(): a product, then bias and a softmax over each row (lower/lowered_as.hpp).
-    static constexpr lowering::DenseStage lowered_as{"softmax", false, true};
+    // No elementwise activation, then a softmax over each row (fn::softmax_row, with the
+    // temperature); lower(): a product, then bias and the softmax (lower/lowered_as.hpp).
+    static constexpr lowering::DenseStage lowered_as{"softmax", Activation::identity, true};
 
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Softmax() makes no options object per layer.
@@ -60,32 +60,10 @@ public:
     }
     bool normalize_outputs() const { return this->template attr_as<bool>("softmax_normalize"); }
 
-    void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const {
-        Base::bias_map(Y, b, rows, n, Z, [](float v) { return v; });
-        softmax_rows(Y, rows, n, static_cast<float>(temperature()));
-    }
-    void activate_backward(float* d, const float*, const float*, std::size_t rows, std::size_t n) const {
+    // 1 / temperature, as the plan computes it (the softmax's input scale, and the gradient's).
+    float inv_temperature() const {
         const double t = temperature();
-        if (t != 1.0) {
-            const auto k = static_cast<float>(1.0 / t);
-            for (std::size_t i = 0; i < rows * n; ++i) d[i] *= k;
-        }
-    }
-
-    // Row-wise softmax, shifted by the row maximum for stability.
-    static void softmax_rows(float* Y, std::size_t rows, std::size_t n, float temperature) {
-        const float inv_t = 1.0f / temperature;
-        for (std::size_t r = 0; r < rows; ++r) {
-            float* y = Y + r * n;
-            if (inv_t != 1.0f)
-                for (std::size_t i = 0; i < n; ++i) y[i] *= inv_t;
-            float mx = y[0];
-            for (std::size_t i = 1; i < n; ++i) mx = y[i] > mx ? y[i] : mx;
-            float sum = 0.0f;
-            for (std::size_t i = 0; i < n; ++i) sum += (y[i] = std::exp(y[i] - mx));
-            const float inv = 1.0f / sum;
-            for (std::size_t i = 0; i < n; ++i) y[i] *= inv;
-        }
+        return t != 1.0 ? static_cast<float>(1.0 / t) : 1.0f;
     }
 
 private:
@@ -110,9 +88,7 @@ private:
         if (normalize_outputs()) return Base::predict_impl(X);
         detail::check_width(*this, X, this->dim(1));
         Floats2d Y({X.shape(0), this->dim(0)}, uninitialized);
-        this->affine_only(X, Y.data());
-        Base::bias_map(Y.data(), this->param(1).value.data(), X.shape(0), this->dim(0), nullptr,
-                       [](float v) { return v; });
+        this->activate(X, Y.data(), nullptr, /*normalize=*/false);
         return Y;
     }
 };

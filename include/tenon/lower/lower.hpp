@@ -48,27 +48,6 @@ inline constexpr bool is_residual = false;
 template <class L>
 inline constexpr bool is_residual<Residual<L>> = true;
 
-// The activation of dense layer L on one row: the layer's own activate/activate_backward
-// (Softmax's temperature and normalize_outputs are read once per call, not per row).
-template <class L>
-void act_fwd(const Node* l, float* y, const float* b, std::size_t n, float* z, float t, bool normalize) {
-    if constexpr (L::lowered_as.softmax) {
-        for (std::size_t i = 0; i < n; ++i) y[i] = y[i] + b[i];
-        if (normalize) L::softmax_rows(y, 1, n, t);
-    } else {
-        static_cast<const L*>(l)->activate(y, b, 1, n, z);
-    }
-}
-template <class L>
-void act_bwd(const Node* l, float* d, const float* y, const float* z, std::size_t n, float k) {
-    if constexpr (L::lowered_as.softmax) {
-        if (k != 1.0f)
-            for (std::size_t i = 0; i < n; ++i) d[i] *= k;
-    } else {
-        static_cast<const L*>(l)->activate_backward(d, y, z, 1, n);
-    }
-}
-
 // A layer the plan does not fuse, behind plain function pointers. XV: the view it takes.
 template <class L, class XV>
 struct layer_fns {
@@ -177,11 +156,10 @@ void add(Builder& B, L& layer, void* slot) {
         Stage& s = B.open(Prim::dense, nI, nO);
         s.layer = &layer;
         s.name = L::lowered_as.name;
-        s.act_fwd = &act_fwd<L>;
-        s.act_bwd = &act_bwd<L>;
+        s.act = L::lowered_as.act;
         s.softmax = L::lowered_as.softmax;
-        s.act_needs_y = L::lowered_as.backward_reads_y;
-        s.act_needs_z = L::keeps_preactivation;
+        s.act_needs_y = fn::grad_reads_y(s.act);
+        s.act_needs_z = fn::grad_reads_z(s.act);
         B.add_tail(layer);
     } else if constexpr (lowered_as_a<L, MaxoutStage>) {
         const std::size_t nI = layer.get_dim("nI"), nO = layer.get_dim("nO");
@@ -329,7 +307,7 @@ public:
                 if (s.prim == lowering::Prim::layer) {
                     Floats2dCView d(c.grad(s.out), {rows, s.nO});
                     if (!s.ops.empty()) {
-                        lowering::row_pass_backward(s, sp, c);
+                        c.ops->stage_backward_rows(s, sp, c);
                         d = Floats2dCView(lowering::dz_of(s, c), {rows, s.nO});
                     }
                     if (s.head) {
@@ -344,7 +322,7 @@ public:
                             for (std::size_t i = 0, e = g.size(); i < e; ++i) to[i] += g[i];
                     }
                 } else {
-                    lowering::row_pass_backward(s, sp, c);
+                    c.ops->stage_backward_rows(s, sp, c);
                     if (s.prim != lowering::Prim::none) lowering::product_backward(s, sp, c);
                 }
             }
@@ -376,7 +354,7 @@ public:
         if constexpr (head_input) {
             c.b1 = head.data();
             if (p_.bounds.size() == 2) {
-                if (!p_.stages[0].ops.empty()) lowering::row_pass_forward(p_.stages[0], lowering::resolve(p_.stages[0], false), c);
+                if (!p_.stages[0].ops.empty()) c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], false), c);
                 return head;
             }
         } else {
@@ -428,7 +406,7 @@ public:
         Floats2d Y({bp.rows, nO}, uninitialized);
         c.y = Y.data();
         if (head_input && p_.bounds.size() == 2) {
-            if (!p_.stages[0].ops.empty()) lowering::row_pass_forward(p_.stages[0], lowering::resolve(p_.stages[0], true), c);
+            if (!p_.stages[0].ops.empty()) c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], true), c);
             std::memcpy(Y.data(), bp.head_out.data(), Y.size() * sizeof(float));
         } else {
             run_forward(c, first, root);
@@ -460,6 +438,7 @@ private:
     lowering::Ctx ctx(float* ws, std::size_t rows, bool train) const {
         lowering::Ctx c;
         c.p = &p_;
+        c.ops = &model_->ops();
         c.ws = ws;
         c.rows = rows;
         c.r16 = lowering::PlanData::r16(rows);
@@ -507,7 +486,7 @@ private:
                 std::memcpy(c.act(s.out), y.data(), y.size() * sizeof(float));
                 if (s.ops.empty()) continue;
             }
-            lowering::row_pass_forward(s, sp, c);
+            c.ops->stage_forward_rows(s, sp, c);
         }
     }
 

@@ -1,5 +1,5 @@
 // How lower() fuses a layer: each layer that the plan fuses says so in its own header, with
-//   static constexpr lowering::DenseStage lowered_as{"relu", /*backward_reads_y=*/true};
+//   static constexpr lowering::DenseStage lowered_as{"relu", Activation::relu};
 // (or MaxoutStage, RowOpStage). lower.hpp reads the declaration and knows no layer type by
 // name: adding a layer that fuses is one header. A layer without a declaration becomes a
 // "layer" stage that runs its own predict / forward. This header is light on purpose: every
@@ -7,18 +7,21 @@
 #pragma once
 #include <cstdint>
 
+#include "tenon/backend/functors.hpp"
+
 namespace tenon::lowering {
 
 // The operations of a stage's row pass (plan.hpp's Op); `add` is residual's.
 enum class OpKind : std::uint8_t { layernorm, dropout, sigmoid, add };
 
 // A dense layer (Linear, Relu, Sigmoid, Mish, Softmax): a matrix product with W (nO, nI),
-// then one pass over each row: bias and the layer's own activate() (its
-// activate_backward() in the backward pass), then its LayerNorm / Dropout children.
+// then one pass over each row: bias and the activation (one of the shared functors,
+// backend/functors.hpp, which the layer's own forward uses too), an optional softmax over
+// the row, then its LayerNorm / Dropout children.
 struct DenseStage {
     const char* name;
-    bool backward_reads_y = false;  // activate_backward reads the output Y
-    bool softmax = false;           // the activation is a softmax over the row (Softmax's)
+    Activation act = Activation::identity;
+    bool softmax = false;  // then a softmax over the row (Softmax's, with its temperature)
 };
 // Maxout: the product with W (nO * nP, nI), the largest piece per output, then the tail.
 struct MaxoutStage {

@@ -4,8 +4,9 @@
 // operations (bias and activation, layer norm, dropout, residual add). Everything a call
 // needs besides the parameters lives in one workspace array laid out here; the model keeps
 // the parameters and gradients. Nothing in this file depends on the model's type: the typed
-// part (include/tenon/lower/lower.hpp) only builds a PlanData and supplies function pointers.
-// The functions declared here are compiled once, in src/plan.cpp.
+// part (include/tenon/lower/lower.hpp) only builds a PlanData and supplies function pointers
+// for the unfused layers. The functions declared here are compiled once, in src/plan.cpp;
+// the row passes and the products run on the model's backend (backend/ops.hpp).
 #pragma once
 #include <bit>
 #include <cmath>
@@ -16,8 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "tenon/backend/cpu/gemm.hpp"
-#include "tenon/backend/cpu/threads.hpp"
+#include "tenon/backend/ops.hpp"
 #include "tenon/layers/dropout.hpp"
 #include "tenon/layers/layernorm.hpp"
 #include "tenon/layers/sigmoid.hpp"
@@ -47,10 +47,6 @@ struct Op {
     bool grad_assign = false;          // add: first write of the skip boundary's gradient (= not +=)
 };
 
-// The activation of a dense stage, called on one row (the layer's own activate code).
-using act_fwd_fn = void (*)(const Node* layer, float* y, const float* b, std::size_t n, float* z, float t,
-                            bool normalize);
-using act_bwd_fn = void (*)(const Node* layer, float* d, const float* y, const float* z, std::size_t n, float k);
 // An unfused layer (a "layer" stage): X points at the view the layer takes; bp at its
 // Backprop inside the plan's Backprop storage; dX at the In (head) or Floats2d to fill.
 struct LayerFns {
@@ -65,9 +61,8 @@ struct Stage {
     std::string name;                  // the activation / layer name, for describe
     std::size_t in = 0, out = 0;       // boundaries
     std::size_t nI = 0, nO = 0, nP = 1;
-    act_fwd_fn act_fwd = nullptr;
-    act_bwd_fn act_bwd = nullptr;
-    bool softmax = false;
+    Activation act = Activation::identity;  // a dense stage's (backend/functors.hpp)
+    bool softmax = false;                   // then a softmax over the row (Softmax's)
     bool act_needs_y = false, act_needs_z = false;
     std::size_t ysave = npos, zsave = npos, which = npos;  // buffers
     bool head = false;                 // a layer stage whose input is the plan's (non-Floats2d) input
@@ -128,6 +123,7 @@ struct PlanData {
 // Where a call's arrays are.
 struct Ctx {
     const PlanData* p = nullptr;
+    const Ops* ops = nullptr;    // the model's backend: products and row passes run there
     float* ws = nullptr;
     std::size_t rows = 0, r16 = 0;
     bool train = false;
@@ -188,18 +184,15 @@ struct StageParams {
 // for overwriting clears its lazy-zero mark).
 StageParams resolve(const Stage& s, bool train, bool grads = false);
 
-// The forward row pass of stage s (after its primary step wrote, or left, the rows in O).
-// Every row is independent: a dropout draws one key per call, in op order as the layers
-// do, and element j of its mask is a function of the key and j (dropout_mask,
-// random.hpp), so the rows are split over the threads and the result is the same for any
-// thread count.
-void row_pass_forward(const Stage& s, const StageParams& sp, const Ctx& c);
-
-// The backward row pass of stage s: dY (the output's gradient) through the fused
-// operations in reverse and the activation, into dZ (dense, layer), maxout's dZ over the
-// pieces, or straight into the input's gradient (none). Adds to b's and LN's gradients in
-// row order, as the layers do.
-void row_pass_backward(const Stage& s, const StageParams& sp, const Ctx& c);
+// The row passes of a stage (the fused operations after its primary step, forward and
+// backward) are the backend's: Ops::stage_forward_rows / stage_backward_rows (the CPU's in
+// src/cpu/ops.cpp). Their contract: the forward pass writes the stage's output rows from what
+// its primary step left (dense: the product, maxout: the pieces' Z scratch, none: the input);
+// a dropout draws one key per call from global_rng(), in op order as the layers do, and
+// element j of its mask is a function of the key and j (dropout_mask, random.hpp), so rows
+// may be split over threads with the same result. The backward pass takes dY through the
+// fused operations in reverse and the activation into dZ (dense, layer), maxout's dZ over the
+// pieces, or straight into the input's gradient (none), adding to b's and LN's gradients.
 
 // Forward of a product stage: the matrix product into O (maxout: into its Z scratch).
 void product_forward(const Stage& s, const StageParams& sp, const Ctx& c);

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "tenon/backend/ops.hpp"
 #include "tenon/types/array.hpp"
 
 namespace tenon {
@@ -216,6 +217,14 @@ public:
     virtual bool assign_from(const Node& /*other*/) { return false; }
     virtual bool remove_child(Node& /*child*/) { return false; }
 
+    // The backend that runs this node's computation (Thinc's model.ops): the products, row
+    // passes, gathers, reductions and optimizer passes of the node and of plans made from
+    // it. A new node takes current_ops() (the CPU's unless set_current_ops changed it);
+    // set_ops changes it for this node and every descendant (their memory must be the
+    // backend's: a device backend's to_gpu moves the parameters with it).
+    const Ops& ops() const noexcept { return *ops_; }
+    void set_ops(const Ops& ops);
+
     // One line per node: name, dims, whether initialised.
     std::string describe() const;
     // Whether initialize() has run (or the model was built from initialised parts).
@@ -318,6 +327,7 @@ private:
     std::vector<std::pair<std::string, Attr>> attrs_;
     std::vector<std::pair<std::string, Node*>> refs_;
     std::vector<std::string> fixed_attrs_;
+    const Ops* ops_ = &current_ops();
     bool initialized_ = false;
     friend struct detail::NodeAccess;
     friend struct detail::ModelApi;

@@ -65,7 +65,7 @@ public:
     void check_gradient(const Node& root, const Node& node, const std::string& name, Floats1dView gradient,
                         bool known_zero);
     bool commit_step();
-    void apply_checked(std::uint64_t node_id, const std::string& name, Floats1dView weights, Floats1dView gradient,
+    void apply_checked(const Node& node, const std::string& name, Floats1dView weights, Floats1dView gradient,
                        bool zero_grad = true);
 
     double learn_rate() const noexcept { return opts_.learn_rate; }
@@ -84,7 +84,8 @@ private:
         int nr_update = 0;
         Floats1d mom1, mom2, average;
     };
-    void step(State& s, Floats1dView w, Floats1dView g, bool zero_grad, double sum_squares);
+    // The passes run on the parameter's backend (its node's ops(); update(): the CPU's).
+    void step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, bool zero_grad, double sum_squares);
 
     OptimizerOptions opts_;
     std::map<std::pair<std::uint64_t, std::string>, State> state_;

@@ -1,11 +1,10 @@
 // What the affine layers (Linear, Relu, Sigmoid, Mish, Softmax) share: dims nO and nI (static
 // or dyn), parameters W (nO, nI) and b (nO), shape inference in initialize, the matrix
-// products, and the optional LayerNorm/Dropout tail. A layer supplies its activation:
-//   void activate(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z) const;
-//     adds b to each row of Y and applies the activation in one pass; writes the
-//     pre-activation to Z when Z is not null (for layers whose keeps_preactivation is true)
-//   void activate_backward(float* d, const float* Y, const float* Z, std::size_t rows, std::size_t n) const;
-//     turns dY into the gradient of the pre-activation, in place
+// products, and the optional LayerNorm/Dropout tail. A layer names its activation in its
+// lowering declaration, `static constexpr lowering::DenseStage lowered_as{"relu",
+// Activation::relu}` (a functor of backend/functors.hpp): the layer's own forward and the
+// plan's row pass use the same functor, on the layer's backend (node.ops()). Softmax adds
+// the softmax over each row (`softmax = true`) and supplies inv_temperature().
 #pragma once
 #include <optional>
 #include <utility>
@@ -51,6 +50,9 @@ class Dense : public Layer<Derived, Floats2d, Floats2d> {
 public:
     // A static width of 0 fails with E012 in the layer; chains then see dyn (no second error).
     static constexpr std::size_t static_nO = NO == 0 ? dyn : NO, static_nI = NI == 0 ? dyn : NI;
+    // The activation (the layer's lowering declaration names it; a function, as Derived is
+    // not complete where this base is).
+    static constexpr Activation act() noexcept { return Derived::lowered_as.act; }
 
     struct Backprop {
         Derived* layer = nullptr;
@@ -64,9 +66,12 @@ public:
             const std::size_t rows = X.shape(0), nO = layer->dim(0);
             detail::check_same_shape(*layer, dY, rows, nO);  // before the tail, so the error names this layer
             Floats2d d = layer->tail_.backward(dY, tail);
-            layer->activate_backward(d.data(), Y.data(), Z.data(), rows, nO);
+            const Ops& ops = layer->ops();
+            ops.activation_backward(act(), d.data(), Y.data(), Z.data(), rows, nO);
+            if constexpr (Derived::lowered_as.softmax)
+                if (const float k = layer->inv_temperature(); k != 1.0f) ops.scale(d.data(), d.size(), k);
             Floats2d dX({rows, X.shape(1)}, uninitialized);
-            affine_backward(d.data(), X, layer->param(0).value.data(), nO, layer->grad_data(0),
+            affine_backward(ops, d.data(), X, layer->param(0).value.data(), nO, layer->grad_data(0),
                             layer->grad_data(1), dX.data());
             return dX;
         }
@@ -115,8 +120,7 @@ protected:
         detail::check_width(*this, X, this->dim(1));
         const std::size_t rows = X.shape(0), nO = this->dim(0);
         Floats2d Y({rows, nO}, uninitialized);
-        affine_only(X, Y.data());
-        self().activate(Y.data(), this->param(1).value.data(), rows, nO, nullptr);
+        activate(X, Y.data(), nullptr, true);
         return tail_.predict(std::move(Y));
     }
 
@@ -127,32 +131,21 @@ protected:
         bp.layer = &self();
         bp.X = Floats2d(X);
         bp.Y = Floats2d({rows, nO}, uninitialized);
-        affine_only(X, bp.Y.data());
-        if constexpr (Derived::keeps_preactivation) bp.Z = Floats2d({rows, nO}, uninitialized);
-        self().activate(bp.Y.data(), this->param(1).value.data(), rows, nO,
-                        Derived::keeps_preactivation ? bp.Z.data() : nullptr);
+        if constexpr (fn::grad_reads_z(act())) bp.Z = Floats2d({rows, nO}, uninitialized);
+        activate(X, bp.Y.data(), fn::grad_reads_z(act()) ? bp.Z.data() : nullptr, true);
         Floats2d out = tail_.has_norm() || tail_.has_dropout() ? tail_.forward(bp.Y, is_train, bp.tail) : bp.Y;
         return {std::move(out), std::move(bp)};
     }
 
-    // Y = X W^T (the bias is added by activate, in the same pass as the activation).
-    void affine_only(Floats2dCView X, float* Y) const {
-        cpu::sgemm(false, true, X.shape(0), this->dim(0), X.shape(1), 1.0f, X.data(), X.shape(1),
-                   this->param(0).value.data(), X.shape(1), 0.0f, Y, this->dim(0));
-    }
-
-    // Adds b and applies f to every value, one pass; keeps the pre-activation in Z if given.
-    template <class F>
-    static void bias_map(float* Y, const float* b, std::size_t rows, std::size_t n, float* Z, F f) {
-        for (std::size_t r = 0; r < rows; ++r) {
-            float* y = Y + r * n;
-            float* z = Z ? Z + r * n : nullptr;
-            for (std::size_t i = 0; i < n; ++i) {
-                const float v = y[i] + b[i];
-                if (z) z[i] = v;
-                y[i] = f(v);
-            }
-        }
+    // Y = act(X W^T + b) (then the softmax over each row, for Softmax, when `normalize`);
+    // the pre-activation into Z when Z is not null.
+    void activate(Floats2dCView X, float* Y, float* Z, bool normalize) const {
+        const Ops& ops = this->ops();
+        const std::size_t rows = X.shape(0), nO = this->dim(0);
+        affine_product(ops, X, this->param(0).value.data(), nO, Y);
+        ops.bias_activate(act(), Y, this->param(1).value.data(), rows, nO, Z);
+        if constexpr (Derived::lowered_as.softmax)
+            if (normalize) ops.softmax_rows(Y, rows, nO, self().inv_temperature());
     }
 
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }

@@ -83,12 +83,20 @@ inline Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_t
     }
     return mask;
 }
+// A table's rows are addressed by 32-bit indices (the backend's gathers and scatter-adds):
+// nV in [1, 2^32] (tenon-E195).
+inline void check_table_rows(const char* who, std::size_t nV) {
+    if (nV == 0) throw Error(std::string(who) + ": nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
+    if (nV > (std::size_t{1} << 32))
+        throw Error(std::string(who) + ": nV (the rows of the table) must be at most 2^32, found " + std::to_string(nV),
+                    "tenon-E195");
+}
 // What both tables' constructors check and set (HashEmbed sets its seed between the two):
-// nV >= 1 (tenon-E195), the dims, the column (E194) and the dropout rate (E195) ...
+// nV in [1, 2^32] (tenon-E195), the dims, the column (E194) and the dropout rate (E195) ...
 template <class In>
 void check_table_args(Node& layer, const char* who, std::size_t nV, std::size_t nO, std::size_t column,
                       const std::optional<double>& dropout) {
-    if (nV == 0) throw Error(std::string(who) + ": nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
+    check_table_rows(who, nV);
     layer.set_dim("nV", nV);
     if (nO != dyn) layer.set_dim("nO", nO);
     check_column<In>(layer.name(), column);
@@ -107,13 +115,6 @@ inline void check_table_grad(const char* who, bool has_layer, const Floats2dCVie
                              ", " + std::to_string(nO) + ") like the output, but found (" +
                              std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
                          "tenon-E191");
-}
-// One output row's gradient dy (times the dropout mask, if any) added to the row e of dE.
-inline void add_grad_row(float* e, const float* dy, const Floats1d& mask, std::size_t nO) {
-    if (mask.size())
-        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j] * mask[j];
-    else
-        for (std::size_t j = 0; j < nO; ++j) e[j] += dy[j];
 }
 inline void apply_column_mask(float* Y, std::size_t rows, const Floats1d& mask) {
     const std::size_t n = mask.size();

@@ -1,11 +1,11 @@
 // What the reductions over Ragged (reduce_first, reduce_last, reduce_max, reduce_mean,
 // reduce_sum) share: Ragged -> Floats2d with one row per sequence, no dims and no
 // parameters (the width passes through, so chain's width propagation sees through them),
-// and a backprop that returns a Ragged with the input's lengths. A reduction supplies
-//   static void reduce(const float* X, const Ints1d& lengths, std::size_t n, float* Y, Ints2d* which);
-//   static void backward(const float* dY, const Ints1d& lengths, const Ints2d& which, std::size_t n, float* dX);
-// (dX comes zero-filled) and `needs_which` (reduce_max keeps the argmax of each column) and
-// `nonempty` (the sequences must have at least one row: tenon-E190 names the first that has none).
+// and a backprop that returns a Ragged with the input's lengths. A reduction names its kind
+// (`static constexpr Reduce kind`: the math is fn::segment_reduce_one, backend/functors.hpp,
+// run by the layer's backend as Ops::segment_reduce) and says `needs_which` (reduce_max keeps
+// the argmax of each column) and `nonempty` (the sequences must have at least one row:
+// tenon-E190 names the first that has none).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +28,7 @@ public:
 
     struct Backprop {
         const char* name = nullptr;
+        const Ops* ops = nullptr;
         Ints1d lengths;
         Ints2d which;  // reduce_max: the row (within its sequence) of each column's maximum
         std::size_t width = dyn;  // dyn: a default Backprop (no forward ran)
@@ -42,7 +43,8 @@ public:
             std::size_t rows = 0;
             for (std::size_t i = 0; i < B; ++i) rows += static_cast<std::size_t>(lengths[i]);
             Floats2d dX({rows, width});
-            Derived::backward(dY.data(), lengths, which, width, dX.data());
+            ops->segment_reduce_backward(Derived::kind, dY.data(), lengths.data(), B, width,
+                                         Derived::needs_which ? which.data() : nullptr, dX.data());
             return Ragged(std::move(dX), lengths);
         }
     };
@@ -63,7 +65,9 @@ protected:
                                      "tenon-E190");
         Floats2d Y({B, n});
         if (which) *which = Ints2d({B, n});
-        if (B) Derived::reduce(X.data().data(), X.lengths(), n, Y.data(), which);
+        if (B)
+            this->ops().segment_reduce(Derived::kind, X.data().data(), X.lengths().data(), B, n, Y.data(),
+                                       which ? which->data() : nullptr);
         return Y;
     }
     Floats2d predict_impl(const Ragged& X) const {
@@ -74,6 +78,7 @@ protected:
         Backprop bp;
         Floats2d Y = run(X, Derived::needs_which ? &bp.which : nullptr);
         bp.name = Derived::layer_name;
+        bp.ops = &this->ops();
         bp.lengths = X.lengths();
         bp.width = X.data().shape(1);
         return {std::move(Y), std::move(bp)};

@@ -1,0 +1,252 @@
+// The math of each row and elementwise operation, written once: activations and their
+// derivatives, softmax, the max over maxout's pieces, layer norm. Every path uses these:
+// the layers (through their Ops, backend/ops.hpp), the CPU backend's fused row passes of a
+// plan (src/plan.cpp) and, in the CUDA backend, the kernels instantiated from the same
+// functors. So nothing here may allocate, throw or touch the model: plain functions of
+// pointers and numbers, callable on the host and, under nvcc, on the device (TENON_HD).
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TENON_HD __host__ __device__
+#else
+#define TENON_HD
+#endif
+
+namespace tenon {
+
+// The activation of a dense stage (a closed set: a backend instantiates a kernel for each).
+enum class Activation : std::uint8_t { identity, relu, sigmoid, mish };
+// The reductions of a sequence's rows to one row (reduce_sum, reduce_mean, ...).
+enum class Reduce : std::uint8_t { sum, mean, max, first, last };
+
+namespace fn {
+
+// Each activation: y = f(z) and the gradient of z given dy, y = f(z) and z (only what the
+// flags say is read: a layer keeps y for `grad_reads_y`, the pre-activation for `grad_reads_z`).
+struct Identity {
+    static constexpr Activation kind = Activation::identity;
+    static constexpr bool grad_reads_y = false, grad_reads_z = false;
+    TENON_HD float operator()(float z) const { return z; }
+    TENON_HD float grad(float dy, float, float) const { return dy; }
+};
+
+// Thinc: dY * (Y > 0).
+struct Relu {
+    static constexpr Activation kind = Activation::relu;
+    static constexpr bool grad_reads_y = true, grad_reads_z = false;
+    TENON_HD float operator()(float z) const { return z > 0.0f ? z : 0.0f; }
+    TENON_HD float grad(float dy, float y, float) const { return y > 0.0f ? dy : 0.0f; }
+};
+
+// The input clipped to [-20, 20] as in Thinc; the gradient from the output, y (1 - y).
+struct Sigmoid {
+    static constexpr Activation kind = Activation::sigmoid;
+    static constexpr bool grad_reads_y = true, grad_reads_z = false;
+    TENON_HD float operator()(float z) const {
+        z = z < -20.0f ? -20.0f : (z > 20.0f ? 20.0f : z);
+        return 1.0f / (1.0f + std::exp(-z));
+    }
+    TENON_HD float grad(float dy, float y, float) const { return dy * (y * (1.0f - y)); }
+};
+
+// z * tanh(softplus(z)), the identity from z >= 20 (Thinc's threshold); in double, as Thinc.
+struct Mish {
+    static constexpr Activation kind = Activation::mish;
+    static constexpr bool grad_reads_y = false, grad_reads_z = true;
+    static constexpr float threshold = 20.0f;
+    TENON_HD float operator()(float z) const {
+        if (z >= threshold) return z;
+        return static_cast<float>(z * std::tanh(std::log1p(std::exp(double(z)))));
+    }
+    TENON_HD float grad(float dy, float, float z) const {
+        if (z >= threshold) return dy;
+        const double x = z, e = std::exp(x), e2 = e * e;
+        const double omega = 4.0 * (x + 1.0) + 4.0 * e2 + e2 * e + e * (4.0 * x + 6.0);
+        const double delta = 2.0 * e + e2 + 2.0;
+        return static_cast<float>(dy * e * omega / (delta * delta));
+    }
+};
+
+// Calls f with the functor of activation a (the one switch over the closed set).
+template <class F>
+TENON_HD inline decltype(auto) with_activation(Activation a, F&& f) {
+    switch (a) {
+        case Activation::relu: return f(Relu{});
+        case Activation::sigmoid: return f(Sigmoid{});
+        case Activation::mish: return f(Mish{});
+        case Activation::identity: break;
+    }
+    return f(Identity{});
+}
+
+inline constexpr bool grad_reads_y(Activation a) {
+    return a == Activation::relu || a == Activation::sigmoid;
+}
+inline constexpr bool grad_reads_z(Activation a) { return a == Activation::mish; }
+
+// y = act(y + b) over one row, keeping the pre-activation in z when z is not null.
+template <class A>
+TENON_HD inline void bias_activate_row(A act, float* y, const float* b, std::size_t n, float* z) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const float v = y[i] + b[i];
+        if (z) z[i] = v;
+        y[i] = act(v);
+    }
+}
+// d <- the gradient of the pre-activation over one row, in place (y, z: read only where the
+// activation's flags say so).
+template <class A>
+TENON_HD inline void activation_backward_row(A act, float* d, const float* y, const float* z, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) d[i] = act.grad(d[i], A::grad_reads_y ? y[i] : 0.0f, A::grad_reads_z ? z[i] : 0.0f);
+}
+
+// Softmax of y / t over one row, shifted by the row's maximum for stability (inv_t = 1 / t).
+TENON_HD inline void softmax_row(float* y, std::size_t n, float inv_t) {
+    if (inv_t != 1.0f)
+        for (std::size_t i = 0; i < n; ++i) y[i] *= inv_t;
+    float mx = y[0];
+    for (std::size_t i = 1; i < n; ++i) mx = y[i] > mx ? y[i] : mx;
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) sum += (y[i] = std::exp(y[i] - mx));
+    const float inv = 1.0f / sum;
+    for (std::size_t i = 0; i < n; ++i) y[i] *= inv;
+}
+
+// Maxout over one row: y[o] = max_p (z[o, p] + b[o, p]) (b may be null: z already holds it),
+// ties to the first piece; which[o] = the winning piece when which is not null.
+TENON_HD inline void maxout_row(const float* z, const float* b, std::size_t nO, std::size_t nP, float* y,
+                                std::int32_t* which) {
+    for (std::size_t o = 0; o < nO; ++o) {
+        const float* zo = z + o * nP;
+        const float* bo = b ? b + o * nP : nullptr;
+        std::size_t arg = 0;
+        float best = zo[0] + (bo ? bo[0] : 0.0f);
+        for (std::size_t p = 1; p < nP; ++p) {
+            const float v = zo[p] + (bo ? bo[p] : 0.0f);
+            if (v > best) {
+                best = v;
+                arg = p;
+            }
+        }
+        y[o] = best;
+        if (which) which[o] = static_cast<std::int32_t>(arg);
+    }
+}
+// Its backward: dz (nO * nP) gets dy at the winning pieces and 0 elsewhere.
+TENON_HD inline void maxout_row_backward(const float* dy, const std::int32_t* which, std::size_t nO, std::size_t nP,
+                                         float* dz) {
+    for (std::size_t o = 0; o < nO; ++o) {
+        float* d = dz + o * nP;
+        for (std::size_t p = 0; p < nP; ++p) d[p] = 0.0f;
+        d[static_cast<std::size_t>(which[o])] = dy[o];
+    }
+}
+
+// One sequence of len rows of width n (len >= 1 for max, first, last): y (zero on entry)
+// = its reduction; which[j] = the row of column j's maximum (ties: the first), for max.
+TENON_HD inline void segment_reduce_one(Reduce r, const float* x, std::size_t len, std::size_t n, float* y,
+                                        std::int32_t* which) {
+    switch (r) {
+        case Reduce::sum:
+            for (std::size_t t = 0; t < len; ++t, x += n)
+                for (std::size_t j = 0; j < n; ++j) y[j] += x[j];
+            break;
+        case Reduce::mean: {
+            const auto scale = static_cast<float>(1.0 / double(len));
+            for (std::size_t t = 0; t < len; ++t, x += n)
+                for (std::size_t j = 0; j < n; ++j) y[j] += scale * x[j];
+            break;
+        }
+        case Reduce::max:
+            for (std::size_t j = 0; j < n; ++j) y[j] = x[j];
+            if (which)
+                for (std::size_t j = 0; j < n; ++j) which[j] = 0;
+            x += n;
+            for (std::size_t t = 1; t < len; ++t, x += n)
+                for (std::size_t j = 0; j < n; ++j)
+                    if (x[j] > y[j]) {
+                        y[j] = x[j];
+                        if (which) which[j] = static_cast<std::int32_t>(t);
+                    }
+            break;
+        case Reduce::first:
+            for (std::size_t j = 0; j < n; ++j) y[j] = x[j];
+            break;
+        case Reduce::last:
+            x += (len - 1) * n;
+            for (std::size_t j = 0; j < n; ++j) y[j] = x[j];
+            break;
+    }
+}
+// Its backward: dx (len x n, zero on entry) from dy (one row).
+TENON_HD inline void segment_reduce_one_backward(Reduce r, const float* dy, std::size_t len, std::size_t n,
+                                                 const std::int32_t* which, float* dx) {
+    switch (r) {
+        case Reduce::sum:  // every row gets the sequence's gradient
+            for (std::size_t t = 0; t < len; ++t, dx += n)
+                for (std::size_t j = 0; j < n; ++j) dx[j] = dy[j];
+            break;
+        case Reduce::mean: {
+            const auto scale = static_cast<float>(1.0 / double(len));
+            for (std::size_t t = 0; t < len; ++t, dx += n)
+                for (std::size_t j = 0; j < n; ++j) dx[j] = scale * dy[j];
+            break;
+        }
+        case Reduce::max:  // to the row that held the maximum
+            for (std::size_t j = 0; j < n; ++j) dx[static_cast<std::size_t>(which[j]) * n + j] = dy[j];
+            break;
+        case Reduce::first:
+            for (std::size_t j = 0; j < n; ++j) dx[j] = dy[j];
+            break;
+        case Reduce::last:
+            dx += (len - 1) * n;
+            for (std::size_t j = 0; j < n; ++j) dx[j] = dy[j];
+            break;
+    }
+}
+
+inline constexpr float layernorm_epsilon = 1e-8f;
+
+// One row of LayerNorm: y = G * (x - mean) / sqrt(var + eps) + b (eps 1e-8, as Thinc),
+// keeping the normalised row (xh) and 1/std (rstd) when asked. x may be y (in place).
+TENON_HD inline void layernorm_row(const float* x, float* y, std::size_t n, const float* G, const float* b, float* xh,
+                                   float* rstd) {
+    double mean = 0.0;
+    for (std::size_t i = 0; i < n; ++i) mean += x[i];
+    mean /= double(n);
+    double var = 0.0;
+    for (std::size_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+    var /= double(n);
+    const auto rs = static_cast<float>(1.0 / std::sqrt(var + double(layernorm_epsilon)));
+    const auto mu = static_cast<float>(mean);
+    for (std::size_t i = 0; i < n; ++i) {
+        const float h = (x[i] - mu) * rs;
+        if (xh) xh[i] = h;
+        y[i] = h * G[i] + b[i];
+    }
+    if (rstd) *rstd = rs;
+}
+
+// Its backward on one row: adds to dG and db and writes dx (dy may be dx: in place).
+TENON_HD inline void layernorm_row_backward(const float* dy, float* dx, const float* xh, float rs, std::size_t n,
+                                            const float* G, float* dG, float* db) {
+    double sum_d = 0.0, sum_dx = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float g = dy[i];
+        db[i] += g;
+        dG[i] += g * xh[i];
+        const float d = g * G[i];
+        dx[i] = d;
+        sum_d += d;
+        sum_dx += double(d) * xh[i];
+    }
+    const float k = rs / static_cast<float>(n), sd = static_cast<float>(sum_d), sdx = static_cast<float>(sum_dx),
+                fn = static_cast<float>(n);
+    for (std::size_t i = 0; i < n; ++i) dx[i] = k * (fn * dx[i] - sd - xh[i] * sdx);
+}
+
+}  // namespace fn
+}  // namespace tenon

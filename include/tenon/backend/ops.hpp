@@ -1,0 +1,115 @@
+// The backend seam (Thinc's `Ops`): what executes a layer's and a plan's computation. Layers
+// and plans say *what* to compute and call their model's Ops (`node.ops()`); a backend says
+// *how*, for the memory its arrays live in. The CPU backend (`cpu_ops()`, src/cpu/ops.cpp)
+// is the first and the default; a device backend implements the same interface over the
+// same functors (backend/functors.hpp), so the math is written once.
+//
+// The interface is deliberately coarse: each entry is a whole pass over rows (never a call
+// per value), so the virtual call costs nothing next to the work, and a device backend can
+// make each entry one kernel launch. Pointers are to the backend's memory; sizes in values.
+// Every entry is const and thread-safe: many threads call one model's ops at once.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tenon/backend/functors.hpp"
+
+namespace tenon {
+
+namespace lowering {
+struct Stage;
+struct StageParams;
+struct Ctx;
+}  // namespace lowering
+
+class Ops {
+public:
+    virtual ~Ops() = default;
+    // "cpu", ... (for messages and describe).
+    virtual const char* name() const noexcept = 0;
+
+    // --- Products. Row-major: C = alpha * op(A) op(B) + beta * C, op(M) = M^T when trans.
+    virtual void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                      const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+                      std::size_t ldc) const = 0;
+
+    // --- Row passes (rows x n, row-major, contiguous).
+    // Y = act(Y + b) on each row; Z (if not null) gets the pre-activation Y + b.
+    virtual void bias_activate(Activation act, float* Y, const float* b, std::size_t rows, std::size_t n,
+                               float* Z) const = 0;
+    // Y = act(X) over n values (X may be Y).
+    virtual void activate(Activation act, const float* X, float* Y, std::size_t n) const = 0;
+    // d = the gradient of the pre-activation, in place, given the output Y and the
+    // pre-activation Z (each read only when the activation needs it: fn::grad_reads_y/_z).
+    virtual void activation_backward(Activation act, float* d, const float* Y, const float* Z, std::size_t rows,
+                                     std::size_t n) const = 0;
+    // Y = softmax(Y / t) on each row (inv_t = 1 / t).
+    virtual void softmax_rows(float* Y, std::size_t rows, std::size_t n, float inv_t) const = 0;
+    // x = k * x over n values.
+    virtual void scale(float* x, std::size_t n, float k) const = 0;
+    // db += the sum of d's rows (a bias gradient).
+    virtual void sum_rows_into(const float* d, std::size_t rows, std::size_t n, float* db) const = 0;
+    // Y (rows x nO) = the largest of each output's nP pieces of Z (+ b when not null: nO x nP);
+    // which (if not null) = the winning piece.
+    virtual void maxout(const float* Z, const float* b, std::size_t rows, std::size_t nO, std::size_t nP, float* Y,
+                        std::int32_t* which) const = 0;
+    // dZ (rows x nO*nP) = dY at the winning pieces, 0 elsewhere.
+    virtual void maxout_backward(const float* dY, const std::int32_t* which, std::size_t rows, std::size_t nO,
+                                 std::size_t nP, float* dZ) const = 0;
+    // Layer norm of each row of X into Y (X may be Y), keeping Xhat (rows x n) and rstd (rows)
+    // when not null.
+    virtual void layernorm(const float* X, float* Y, std::size_t rows, std::size_t n, const float* G, const float* b,
+                           float* Xhat, float* rstd) const = 0;
+    // Its backward: dX from dY (dX may be dY), adding to dG and db.
+    virtual void layernorm_backward(const float* dY, float* dX, const float* Xhat, const float* rstd,
+                                    std::size_t rows, std::size_t n, const float* G, float* dG, float* db) const = 0;
+
+    // --- Gathers and scatter-adds (the embedding tables). idx holds `per` rows of the table
+    // (width values each) for each of the `rows` outputs.
+    // out[r] = the sum of table[idx[r * per + k]] for k = 0 .. per-1, in k order.
+    virtual void gather_add_rows(const float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows,
+                                 std::size_t per, float* out) const = 0;
+    // table[idx[r * per + k]] += d[r] (times mask, a width-long column mask, when not null),
+    // k by k and r by r within each k (one order, so repeated rows sum the same every time).
+    virtual void scatter_add_rows(float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows,
+                                  std::size_t per, const float* d, const float* mask) const = 0;
+
+    // --- Segment reductions over sequences given by their lengths (nseg of them, rows of
+    // width n, back to back): Y (nseg x n, zero-filled by the caller) = the reduction of each
+    // sequence; which (nseg x n: reduce_max's argmax row within its sequence) when asked.
+    // The backward writes dX (sum of lengths x n, zero-filled by the caller) from dY.
+    virtual void segment_reduce(Reduce r, const float* X, const std::int32_t* lengths, std::size_t nseg,
+                                std::size_t n, float* Y, std::int32_t* which) const = 0;
+    virtual void segment_reduce_backward(Reduce r, const float* dY, const std::int32_t* lengths, std::size_t nseg,
+                                         std::size_t n, const std::int32_t* which, float* dX) const = 0;
+
+    // --- A plan's fused row pass of one stage (bias and activation, maxout's max, layer
+    // norm, dropout, sigmoid, residual add: lower/plan.hpp), forward and backward. The
+    // plan's products are gemm calls; these are the passes between them.
+    virtual void stage_forward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
+                                    const lowering::Ctx& c) const = 0;
+    virtual void stage_backward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
+                                     const lowering::Ctx& c) const = 0;
+
+    // --- Optimizer passes over one parameter (n values), the gradient G scaled by gscale
+    // (clipping) and weight decay wd folded in; A (if not null) is the parameter's moving
+    // average (decay_keep: its weight); G is zeroed when zero_g. Thinc's Adam and SGD.
+    virtual void adam(float* W, float* G, float* m1, float* m2, float* A, std::size_t n, float gscale, float b1,
+                      float b2, float lr_t, float eps, float decay_keep, float wd, bool zero_g) const = 0;
+    virtual void sgd(float* W, float* G, float* A, std::size_t n, float gscale, float lr, float decay_keep, float wd,
+                     bool zero_g) const = 0;
+    // The sum of squares of x (for the gradient norm), and how many values are NaN or inf.
+    virtual double sum_squares(const float* x, std::size_t n) const = 0;
+    virtual std::size_t count_nonfinite(const float* x, std::size_t n) const = 0;
+};
+
+// The CPU backend: the runtime-dispatched sgemm (src/cpu/gemm.cpp), the shared functors in
+// vectorisable loops, the row passes split over tenon's threads (set_num_threads).
+const Ops& cpu_ops() noexcept;
+
+// The Ops a new model gets (cpu_ops() unless set_current_ops changed it), process-wide.
+// A model's own is node.ops(); node.set_ops(ops) changes it for the node and its children.
+const Ops& current_ops() noexcept;
+void set_current_ops(const Ops& ops) noexcept;
+
+}  // namespace tenon

@@ -1,0 +1,368 @@
+// The CPU backend (backend/ops.hpp): tenon's runtime-dispatched sgemm for the products, the
+// shared functors (backend/functors.hpp) in plain loops for the row passes, the gathers and
+// the segment reductions, and the optimizer's vectorised passes (optimizer_kernels.cpp) over
+// fixed chunks spread over the worker threads. A plan's fused row passes are here too: they
+// split their rows over the threads where a pass is large enough to pay for it.
+#include "tenon/backend/ops.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "kernels.hpp"
+#include "tenon/backend/cpu/gemm.hpp"
+#include "tenon/backend/cpu/threads.hpp"
+#include "tenon/lower/plan.hpp"
+#include "tenon/random.hpp"
+
+namespace tenon {
+namespace cpu {
+namespace {
+using namespace lowering;
+
+void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
+    const std::size_t n = s.nO, rows = c.rows;
+    float* O = c.act(s.out);
+    const float* in = s.prim == Prim::none ? c.act(s.in) : nullptr;
+    const float* zs = s.prim == Prim::maxout ? c.buf(c.p->zs) : nullptr;
+    float* ysave = c.train && s.ysave != npos ? c.buf(s.ysave) : nullptr;
+    float* zsave = c.train && s.zsave != npos ? c.buf(s.zsave) : nullptr;
+    auto* which = c.train && s.which != npos ? reinterpret_cast<std::int32_t*>(c.buf(s.which)) : nullptr;
+    const std::size_t nops = s.ops.size();
+    float* saves[max_ops];
+    float* rstds[max_ops];
+    const float* skips[max_ops];
+    for (std::size_t k = 0; k < nops; ++k) {
+        const Op& op = s.ops[k];
+        saves[k] = c.train && op.save != npos ? c.buf(op.save) : nullptr;
+        rstds[k] = c.train && op.rstd != npos ? c.buf(op.rstd) : nullptr;
+        skips[k] = op.kind == OpKind::add ? c.act(op.skip) : nullptr;
+    }
+    std::uint64_t keys[max_ops] = {};
+    for (std::size_t k = 0; k < nops; ++k)
+        if (s.ops[k].kind == OpKind::dropout && c.train && sp.op[k].on && !sp.op[k].all)
+            keys[k] = dropout_key(global_rng());
+    auto pass = [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            float* o = O + r * n;
+            switch (s.prim) {
+                case Prim::dense:
+                    fn::with_activation(s.act, [&](auto f) {
+                        fn::bias_activate_row(f, o, sp.b, n, zsave ? zsave + r * n : nullptr);
+                    });
+                    if (s.softmax && sp.normalize) fn::softmax_row(o, n, sp.k);
+                    break;
+                case Prim::maxout:
+                    fn::maxout_row(zs + r * n * s.nP, sp.b, n, s.nP, o, which ? which + r * n : nullptr);
+                    break;
+                case Prim::none:
+                    if (o != in + r * n) std::memcpy(o, in + r * n, n * sizeof(float));
+                    break;
+                case Prim::layer:
+                    break;
+            }
+            if (ysave) std::memcpy(ysave + r * n, o, n * sizeof(float));
+            for (std::size_t k = 0; k < nops; ++k) {
+                const Op& op = s.ops[k];
+                const OpParams& pp = sp.op[k];
+                switch (op.kind) {
+                    case OpKind::layernorm:
+                        fn::layernorm_row(o, o, n, pp.G, pp.b, saves[k] ? saves[k] + r * n : nullptr,
+                                      rstds[k] ? rstds[k] + r : nullptr);
+                        break;
+                    case OpKind::dropout:
+                        if (!c.train) break;
+                        if (float* m = saves[k] + r * n; !pp.on) {
+                            for (std::size_t i = 0; i < n; ++i) m[i] = 1.0f;  // backward then passes dY through
+                        } else if (pp.all) {
+                            for (std::size_t i = 0; i < n; ++i) o[i] *= (m[i] = 0.0f);
+                        } else {
+                            dropout_mask(keys[k], r * n, m, n, pp.threshold, pp.keep);  // as Dropout's
+                            for (std::size_t i = 0; i < n; ++i) o[i] *= m[i];
+                        }
+                        break;
+                    case OpKind::sigmoid:
+                        for (std::size_t i = 0; i < n; ++i) o[i] = fn::Sigmoid{}(o[i]);
+                        if (saves[k]) std::memcpy(saves[k] + r * n, o, n * sizeof(float));
+                        break;
+                    case OpKind::add: {
+                        const float* x = skips[k] + r * n;
+                        for (std::size_t i = 0; i < n; ++i) o[i] += x[i];
+                        break;
+                    }
+                }
+            }
+        }
+    };
+    // Split only where it pays (waking a worker costs about a microsecond).
+    if (rows >= 2 && rows * n >= row_pass_split_work) parallel_ranges(rows, pass);
+    else pass(0, rows);
+}
+
+void stage_backward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
+    const std::size_t n = s.nO, rows = c.rows;
+    const float* dY = c.grad(s.out);
+    const float* O = c.act(s.out);
+    const float* ysave = s.ysave != npos ? c.buf(s.ysave) : nullptr;
+    const float* zsave = s.zsave != npos ? c.buf(s.zsave) : nullptr;
+    const auto* which = s.which != npos ? reinterpret_cast<const std::int32_t*>(c.buf(s.which)) : nullptr;
+    float* dz = s.prim == Prim::none ? nullptr : dz_of(s, c);
+    float* tmp = c.p->tmp != npos ? c.buf(c.p->tmp) : nullptr;
+    float* gin = s.prim == Prim::none ? c.grad(s.in) : nullptr;
+    const std::size_t nops = s.ops.size();
+    const float* saves[max_ops];
+    const float* rstds[max_ops];
+    float* skipg[max_ops];
+    for (std::size_t k = 0; k < nops; ++k) {
+        const Op& op = s.ops[k];
+        saves[k] = op.save != npos ? c.buf(op.save) : (op.kind == OpKind::sigmoid ? O : nullptr);
+        rstds[k] = op.rstd != npos ? c.buf(op.rstd) : nullptr;
+        skipg[k] = op.kind == OpKind::add ? c.grad(op.skip) : nullptr;
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* w = (s.prim == Prim::dense || s.prim == Prim::layer) ? dz + r * n : tmp;
+        if (w != dY + r * n) std::memcpy(w, dY + r * n, n * sizeof(float));
+        for (std::size_t k = nops; k-- > 0;) {
+            const Op& op = s.ops[k];
+            const OpParams& pp = sp.op[k];
+            switch (op.kind) {
+                case OpKind::layernorm:
+                    fn::layernorm_row_backward(w, w, saves[k] + r * n, rstds[k][r], n, pp.G, pp.dG, pp.db);
+                    break;
+                case OpKind::dropout: {
+                    const float* m = saves[k] + r * n;
+                    for (std::size_t i = 0; i < n; ++i) w[i] *= m[i];
+                    break;
+                }
+                case OpKind::sigmoid:
+                    fn::activation_backward_row(fn::Sigmoid{}, w, saves[k] + r * n, nullptr, n);
+                    break;
+                case OpKind::add: {
+                    // Y = X + f(X): the skip's gradient is this one (f's part is added later)
+                    if (!skipg[k]) break;  // the skip is the plan's input, whose gradient is not wanted
+                    float* g = skipg[k] + r * n;
+                    if (op.grad_assign) std::memcpy(g, w, n * sizeof(float));
+                    else
+                        for (std::size_t i = 0; i < n; ++i) g[i] += w[i];
+                    break;
+                }
+            }
+        }
+        switch (s.prim) {
+            case Prim::dense: {
+                const float* y = s.act_needs_y ? (ysave ? ysave : O) + r * n : nullptr;
+                const float* z = zsave ? zsave + r * n : nullptr;
+                fn::with_activation(s.act, [&](auto f) { fn::activation_backward_row(f, w, y, z, n); });
+                if (s.softmax && sp.k != 1.0f)
+                    for (std::size_t i = 0; i < n; ++i) w[i] *= sp.k;
+                for (std::size_t i = 0; i < n; ++i) sp.db[i] += w[i];
+                break;
+            }
+            case Prim::maxout: {
+                const std::size_t nP = s.nP, m = n * nP;
+                float* d = dz + r * m;
+                fn::maxout_row_backward(w, which + r * n, n, nP, d);
+                for (std::size_t i = 0; i < m; ++i) sp.db[i] += d[i];
+                break;
+            }
+            case Prim::none: {
+                if (!gin) break;  // as for a skip
+                float* g = gin + r * n;
+                if (s.dx_assign) std::memcpy(g, w, n * sizeof(float));
+                else
+                    for (std::size_t i = 0; i < n; ++i) g[i] += w[i];
+                break;
+            }
+            case Prim::layer:
+                break;
+        }
+    }
+}
+
+
+// The optimizer's passes run over fixed chunks of a parameter, spread over the worker
+// threads. The chunks do not depend on the thread count, and the sum of squares adds the
+// chunks' sums in chunk order, so a step gives the same bits on any number of threads. Each
+// thread takes a contiguous run of chunks (parallel_ranges), as the matrix products split
+// their output: a core tends to find its part of the gradient, the weights and the moments
+// in its own cache from the previous step.
+constexpr std::size_t kChunk = std::size_t{1} << 14;
+
+template <class F>
+void over_chunks(std::size_t n, F&& f) {
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    parallel_ranges(chunks, [&](std::size_t c0, std::size_t c1) {
+        for (std::size_t c = c0; c < c1; ++c) {
+            const std::size_t begin = c * kChunk;
+            f(begin, std::min(n, begin + kChunk) - begin);
+        }
+    });
+}
+
+double chunked_sum_squares(const float* g, std::size_t n) {
+    constexpr std::size_t kMaxChunks = 256;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    if (chunks > kMaxChunks) {  // a parameter of more than 4M values: serial, in chunk order
+        double s = 0;
+        for (std::size_t b = 0; b < n; b += kChunk) s += sum_squares(g + b, std::min(kChunk, n - b));
+        return s;
+    }
+    double part[kMaxChunks];
+    over_chunks(n, [&](std::size_t b, std::size_t len) { part[b / kChunk] = sum_squares(g + b, len); });
+    double s = 0;
+    for (std::size_t c = 0; c < chunks; ++c) s += part[c];
+    return s;
+}
+
+class CpuOps final : public Ops {
+public:
+    const char* name() const noexcept override { return "cpu"; }
+
+    void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+              std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) const override {
+        sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+
+    void bias_activate(Activation act, float* Y, const float* b, std::size_t rows, std::size_t n,
+                       float* Z) const override {
+        fn::with_activation(act, [&](auto f) {
+            for (std::size_t r = 0; r < rows; ++r) fn::bias_activate_row(f, Y + r * n, b, n, Z ? Z + r * n : nullptr);
+        });
+    }
+    void activate(Activation act, const float* X, float* Y, std::size_t n) const override {
+        fn::with_activation(act, [&](auto f) {
+            for (std::size_t i = 0; i < n; ++i) Y[i] = f(X[i]);
+        });
+    }
+    void activation_backward(Activation act, float* d, const float* Y, const float* Z, std::size_t rows,
+                             std::size_t n) const override {
+        if (act == Activation::identity) return;
+        // elementwise: the rows are one run of rows * n values
+        fn::with_activation(act, [&](auto f) { fn::activation_backward_row(f, d, Y, Z, rows * n); });
+    }
+    void softmax_rows(float* Y, std::size_t rows, std::size_t n, float inv_t) const override {
+        for (std::size_t r = 0; r < rows; ++r) fn::softmax_row(Y + r * n, n, inv_t);
+    }
+    void scale(float* x, std::size_t n, float k) const override {
+        for (std::size_t i = 0; i < n; ++i) x[i] *= k;
+    }
+    void sum_rows_into(const float* d, std::size_t rows, std::size_t n, float* db) const override {
+        for (std::size_t r = 0; r < rows; ++r, d += n)
+            for (std::size_t o = 0; o < n; ++o) db[o] += d[o];
+    }
+    void maxout(const float* Z, const float* b, std::size_t rows, std::size_t nO, std::size_t nP, float* Y,
+                std::int32_t* which) const override {
+        for (std::size_t r = 0; r < rows; ++r)
+            fn::maxout_row(Z + r * nO * nP, b, nO, nP, Y + r * nO, which ? which + r * nO : nullptr);
+    }
+    void maxout_backward(const float* dY, const std::int32_t* which, std::size_t rows, std::size_t nO, std::size_t nP,
+                         float* dZ) const override {
+        for (std::size_t r = 0; r < rows; ++r)
+            fn::maxout_row_backward(dY + r * nO, which + r * nO, nO, nP, dZ + r * nO * nP);
+    }
+    void layernorm(const float* X, float* Y, std::size_t rows, std::size_t n, const float* G, const float* b,
+                   float* Xhat, float* rstd) const override {
+        for (std::size_t r = 0; r < rows; ++r)
+            fn::layernorm_row(X + r * n, Y + r * n, n, G, b, Xhat ? Xhat + r * n : nullptr, rstd ? rstd + r : nullptr);
+    }
+    void layernorm_backward(const float* dY, float* dX, const float* Xhat, const float* rstd, std::size_t rows,
+                            std::size_t n, const float* G, float* dG, float* db) const override {
+        for (std::size_t r = 0; r < rows; ++r)
+            fn::layernorm_row_backward(dY + r * n, dX + r * n, Xhat + r * n, rstd[r], n, G, dG, db);
+    }
+
+    void gather_add_rows(const float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows,
+                         std::size_t per, float* out) const override {
+        if (width == 0) return;
+        for (std::size_t r = 0; r < rows; ++r) {
+            float* y = out + r * width;
+            const std::uint32_t* k = idx + r * per;
+            if (per == 0) {
+                std::fill(y, y + width, 0.0f);
+                continue;
+            }
+            std::memcpy(y, table + std::size_t{k[0]} * width, width * sizeof(float));
+            for (std::size_t q = 1; q < per; ++q) {
+                const float* e = table + std::size_t{k[q]} * width;
+                for (std::size_t j = 0; j < width; ++j) y[j] += e[j];
+            }
+        }
+    }
+    void scatter_add_rows(float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows,
+                          std::size_t per, const float* d, const float* mask) const override {
+        for (std::size_t q = 0; q < per; ++q)
+            for (std::size_t r = 0; r < rows; ++r) {
+                float* e = table + std::size_t{idx[r * per + q]} * width;
+                const float* g = d + r * width;
+                if (mask)
+                    for (std::size_t j = 0; j < width; ++j) e[j] += g[j] * mask[j];
+                else
+                    for (std::size_t j = 0; j < width; ++j) e[j] += g[j];
+            }
+    }
+
+    void segment_reduce(Reduce red, const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t n,
+                        float* Y, std::int32_t* which) const override {
+        for (std::size_t b = 0; b < nseg; ++b) {
+            const auto len = static_cast<std::size_t>(lengths[b]);
+            fn::segment_reduce_one(red, X, len, n, Y + b * n, which ? which + b * n : nullptr);
+            X += len * n;
+        }
+    }
+    void segment_reduce_backward(Reduce red, const float* dY, const std::int32_t* lengths, std::size_t nseg,
+                                 std::size_t n, const std::int32_t* which, float* dX) const override {
+        for (std::size_t b = 0; b < nseg; ++b) {
+            const auto len = static_cast<std::size_t>(lengths[b]);
+            fn::segment_reduce_one_backward(red, dY + b * n, len, n, which ? which + b * n : nullptr, dX);
+            dX += len * n;
+        }
+    }
+
+    void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) const override {
+        cpu::stage_forward_rows(s, sp, c);
+    }
+    void stage_backward_rows(const Stage& s, const StageParams& sp, const Ctx& c) const override {
+        cpu::stage_backward_rows(s, sp, c);
+    }
+
+    void adam(float* W, float* G, float* m1, float* m2, float* A, std::size_t n, float gscale, float b1, float b2,
+              float lr_t, float eps, float decay_keep, float wd, bool zero_g) const override {
+        over_chunks(n, [&](std::size_t b, std::size_t len) {
+            adam_pass(W + b, G + b, m1 + b, m2 + b, A ? A + b : nullptr, len, gscale, b1, b2, lr_t, eps, decay_keep,
+                      wd, zero_g);
+        });
+    }
+    void sgd(float* W, float* G, float* A, std::size_t n, float gscale, float lr, float decay_keep, float wd,
+             bool zero_g) const override {
+        over_chunks(n, [&](std::size_t b, std::size_t len) {
+            sgd_pass(W + b, G + b, A ? A + b : nullptr, len, gscale, lr, decay_keep, wd, zero_g);
+        });
+    }
+    double sum_squares(const float* x, std::size_t n) const override {
+        if (n == 0) return 0.0;
+        const double s = chunked_sum_squares(x, n);
+        if (std::isfinite(s) || count_nonfinite(x, n) != 0) return s;
+        // Finite values too large for the float partial sums (above ~1e19): again in double.
+        double d = 0.0;
+        for (std::size_t i = 0; i < n; ++i) d += double(x[i]) * double(x[i]);
+        return d;
+    }
+    std::size_t count_nonfinite(const float* x, std::size_t n) const override { return cpu::count_nonfinite(x, n); }
+};
+
+std::atomic<const Ops*> current{nullptr};
+}  // namespace
+}  // namespace cpu
+
+const Ops& cpu_ops() noexcept {
+    static const cpu::CpuOps ops;
+    return ops;
+}
+const Ops& current_ops() noexcept {
+    const Ops* p = cpu::current.load(std::memory_order_acquire);
+    return p ? *p : cpu_ops();
+}
+void set_current_ops(const Ops& ops) noexcept { cpu::current.store(&ops, std::memory_order_release); }
+
+}  // namespace tenon

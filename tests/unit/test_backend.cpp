@@ -1,0 +1,351 @@
+// The backend seam (include/tenon/backend/ops.hpp): every computation of a layer, a plan and
+// the optimizer runs on the model's Ops. A backend that forwards to the CPU's and counts its
+// calls shows it: a model given it computes the same bits as on the CPU backend, and each
+// kind of work (products, row passes, gathers, scatter-adds, segment reductions, optimizer
+// passes) arrives there, through the plan and through the layers alone. A layer that called a
+// CPU kernel itself would leave a count at zero or the results different.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+
+#include "tenon/tenon.hpp"
+#include "unit/helpers.hpp"
+
+using namespace tenon;
+using testing::all_params;
+using testing::random_array;
+using testing::same;
+
+namespace {
+
+enum Entry : std::size_t {
+    e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows, e_maxout,
+    e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_segment, e_segment_backward,
+    e_stage_forward, e_stage_backward, e_adam, e_sgd, e_sum_squares, e_count_nonfinite, e_count
+};
+
+// Forwards to cpu_ops() and counts each entry.
+class CountingOps final : public Ops {
+public:
+    mutable std::array<std::atomic<std::size_t>, e_count> calls{};
+    const Ops& cpu = cpu_ops();
+
+    std::size_t operator[](Entry e) const { return calls[e].load(); }
+    void reset() {
+        for (auto& c : calls) c = 0;
+    }
+    void hit(Entry e) const { calls[e].fetch_add(1, std::memory_order_relaxed); }
+
+    const char* name() const noexcept override { return "counting"; }
+    void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+              std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) const override {
+        hit(e_gemm);
+        cpu.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+    void bias_activate(Activation act, float* Y, const float* b, std::size_t rows, std::size_t n,
+                       float* Z) const override {
+        hit(e_bias_activate);
+        cpu.bias_activate(act, Y, b, rows, n, Z);
+    }
+    void activate(Activation act, const float* X, float* Y, std::size_t n) const override {
+        hit(e_activate);
+        cpu.activate(act, X, Y, n);
+    }
+    void activation_backward(Activation act, float* d, const float* Y, const float* Z, std::size_t rows,
+                             std::size_t n) const override {
+        hit(e_activation_backward);
+        cpu.activation_backward(act, d, Y, Z, rows, n);
+    }
+    void softmax_rows(float* Y, std::size_t rows, std::size_t n, float inv_t) const override {
+        hit(e_softmax);
+        cpu.softmax_rows(Y, rows, n, inv_t);
+    }
+    void scale(float* x, std::size_t n, float k) const override {
+        hit(e_scale);
+        cpu.scale(x, n, k);
+    }
+    void sum_rows_into(const float* d, std::size_t rows, std::size_t n, float* db) const override {
+        hit(e_sum_rows);
+        cpu.sum_rows_into(d, rows, n, db);
+    }
+    void maxout(const float* Z, const float* b, std::size_t rows, std::size_t nO, std::size_t nP, float* Y,
+                std::int32_t* which) const override {
+        hit(e_maxout);
+        cpu.maxout(Z, b, rows, nO, nP, Y, which);
+    }
+    void maxout_backward(const float* dY, const std::int32_t* which, std::size_t rows, std::size_t nO, std::size_t nP,
+                         float* dZ) const override {
+        hit(e_maxout_backward);
+        cpu.maxout_backward(dY, which, rows, nO, nP, dZ);
+    }
+    void layernorm(const float* X, float* Y, std::size_t rows, std::size_t n, const float* G, const float* b,
+                   float* Xhat, float* rstd) const override {
+        hit(e_layernorm);
+        cpu.layernorm(X, Y, rows, n, G, b, Xhat, rstd);
+    }
+    void layernorm_backward(const float* dY, float* dX, const float* Xhat, const float* rstd, std::size_t rows,
+                            std::size_t n, const float* G, float* dG, float* db) const override {
+        hit(e_layernorm_backward);
+        cpu.layernorm_backward(dY, dX, Xhat, rstd, rows, n, G, dG, db);
+    }
+    void gather_add_rows(const float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows,
+                         std::size_t per, float* out) const override {
+        hit(e_gather);
+        cpu.gather_add_rows(table, width, idx, rows, per, out);
+    }
+    void scatter_add_rows(float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows, std::size_t per,
+                          const float* d, const float* mask) const override {
+        hit(e_scatter);
+        cpu.scatter_add_rows(table, width, idx, rows, per, d, mask);
+    }
+    void segment_reduce(Reduce r, const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t n,
+                        float* Y, std::int32_t* which) const override {
+        hit(e_segment);
+        cpu.segment_reduce(r, X, lengths, nseg, n, Y, which);
+    }
+    void segment_reduce_backward(Reduce r, const float* dY, const std::int32_t* lengths, std::size_t nseg,
+                                 std::size_t n, const std::int32_t* which, float* dX) const override {
+        hit(e_segment_backward);
+        cpu.segment_reduce_backward(r, dY, lengths, nseg, n, which, dX);
+    }
+    void stage_forward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
+                            const lowering::Ctx& c) const override {
+        hit(e_stage_forward);
+        cpu.stage_forward_rows(s, sp, c);
+    }
+    void stage_backward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
+                             const lowering::Ctx& c) const override {
+        hit(e_stage_backward);
+        cpu.stage_backward_rows(s, sp, c);
+    }
+    void adam(float* W, float* G, float* m1, float* m2, float* A, std::size_t n, float gscale, float b1, float b2,
+              float lr_t, float eps, float decay_keep, float wd, bool zero_g) const override {
+        hit(e_adam);
+        cpu.adam(W, G, m1, m2, A, n, gscale, b1, b2, lr_t, eps, decay_keep, wd, zero_g);
+    }
+    void sgd(float* W, float* G, float* A, std::size_t n, float gscale, float lr, float decay_keep, float wd,
+             bool zero_g) const override {
+        hit(e_sgd);
+        cpu.sgd(W, G, A, n, gscale, lr, decay_keep, wd, zero_g);
+    }
+    double sum_squares(const float* x, std::size_t n) const override {
+        hit(e_sum_squares);
+        return cpu.sum_squares(x, n);
+    }
+    std::size_t count_nonfinite(const float* x, std::size_t n) const override {
+        hit(e_count_nonfinite);
+        return cpu.count_nonfinite(x, n);
+    }
+};
+
+// A backend whose products refuse: a model on it must fail, never compute on the CPU behind
+// its back.
+class RefusingOps final : public Ops {
+public:
+    const char* name() const noexcept override { return "refusing"; }
+    [[noreturn]] static void no() { throw std::runtime_error("refusing backend called"); }
+    void gemm(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t, const float*,
+              std::size_t, float, float*, std::size_t) const override { no(); }
+    void bias_activate(Activation, float*, const float*, std::size_t, std::size_t, float*) const override { no(); }
+    void activate(Activation, const float*, float*, std::size_t) const override { no(); }
+    void activation_backward(Activation, float*, const float*, const float*, std::size_t, std::size_t) const override {
+        no();
+    }
+    void softmax_rows(float*, std::size_t, std::size_t, float) const override { no(); }
+    void scale(float*, std::size_t, float) const override { no(); }
+    void sum_rows_into(const float*, std::size_t, std::size_t, float*) const override { no(); }
+    void maxout(const float*, const float*, std::size_t, std::size_t, std::size_t, float*, std::int32_t*) const override {
+        no();
+    }
+    void maxout_backward(const float*, const std::int32_t*, std::size_t, std::size_t, std::size_t, float*) const override {
+        no();
+    }
+    void layernorm(const float*, float*, std::size_t, std::size_t, const float*, const float*, float*,
+                   float*) const override { no(); }
+    void layernorm_backward(const float*, float*, const float*, const float*, std::size_t, std::size_t, const float*,
+                            float*, float*) const override { no(); }
+    void gather_add_rows(const float*, std::size_t, const std::uint32_t*, std::size_t, std::size_t,
+                         float*) const override { no(); }
+    void scatter_add_rows(float*, std::size_t, const std::uint32_t*, std::size_t, std::size_t, const float*,
+                          const float*) const override { no(); }
+    void segment_reduce(Reduce, const float*, const std::int32_t*, std::size_t, std::size_t, float*,
+                        std::int32_t*) const override { no(); }
+    void segment_reduce_backward(Reduce, const float*, const std::int32_t*, std::size_t, std::size_t,
+                                 const std::int32_t*, float*) const override { no(); }
+    void stage_forward_rows(const lowering::Stage&, const lowering::StageParams&, const lowering::Ctx&) const override {
+        no();
+    }
+    void stage_backward_rows(const lowering::Stage&, const lowering::StageParams&, const lowering::Ctx&) const override {
+        no();
+    }
+    void adam(float*, float*, float*, float*, float*, std::size_t, float, float, float, float, float, float, float,
+              bool) const override { no(); }
+    void sgd(float*, float*, float*, std::size_t, float, float, float, float, bool) const override { no(); }
+    double sum_squares(const float*, std::size_t) const override { no(); }
+    std::size_t count_nonfinite(const float*, std::size_t) const override { no(); }
+};
+
+// Two training steps and a predict of `a` (on `ops`) and of its copy `b` (on the CPU), from
+// the same weights and seeds: every output, dX and weight must be the same bits.
+template <class M, class In>
+void same_as_cpu(M& a, const Ops& ops, const In& X, std::size_t nO) {
+    M b = a;
+    a.set_ops(ops);
+    b.set_ops(cpu_ops());
+    Optimizer oa = Adam(0.01), ob = Adam(0.01);
+    for (int step = 0; step < 2; ++step) {
+        const Floats2d dY = random_array(a.predict(X).shape(0), nO, 40 + step);
+        fix_random_seed(90 + step);
+        auto [Ya, bpa] = a.begin_update(X);
+        const auto dXa = bpa(dY);
+        fix_random_seed(90 + step);
+        auto [Yb, bpb] = b.begin_update(X);
+        const auto dXb = bpb(dY);
+        CHECK(same(Ya, Yb));
+        if constexpr (std::is_same_v<std::decay_t<decltype(dXa)>, Floats2d>) CHECK(same(dXa, dXb));
+        a.finish_update(oa);
+        b.finish_update(ob);
+        CHECK(all_params(a) == all_params(b));
+    }
+    CHECK(same(a.predict(X), b.predict(X)));
+}
+
+}  // namespace
+
+TEST_CASE("backend: a model's ops run its plan, its layers and its optimizer", "[backend]") {
+    CountingOps counting;
+    const Floats2d X = random_array(37, 12, 1);
+    auto model = Relu<32>({.dropout = 0.1, .normalize = true}) >> residual(Maxout<32, 32, 3>()) >>
+                 Sigmoid<16>() >> sigmoid_activation() >> Mish<16>() >> Linear<9>() >> Softmax<9>({.temperature = 2.0});
+    model.initialize(X);
+    CHECK(&model.ops() == &cpu_ops());
+    CHECK(std::string(cpu_ops().name()) == "cpu");
+
+    SECTION("through the plan") {
+        same_as_cpu(model, counting, X, 9);
+        REQUIRE(model.uses_plan());
+        CHECK(counting[e_gemm] > 0);
+        CHECK(counting[e_stage_forward] > 0);
+        CHECK(counting[e_stage_backward] > 0);
+        CHECK(counting[e_adam] > 0);
+        CHECK(counting[e_sum_squares] > 0);
+        // every node of the tree was moved, children included
+        for (const Node* n : model.walk()) CHECK(&n->ops() == &counting);
+    }
+    SECTION("through the layers alone") {
+        const LayersOnly layers;
+        same_as_cpu(model, counting, X, 9);
+        REQUIRE(!model.uses_plan());
+        CHECK(counting[e_stage_forward] == 0);
+        for (Entry e : {e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows,
+                        e_maxout, e_maxout_backward, e_layernorm, e_layernorm_backward, e_adam, e_sum_squares})
+            CHECK(counting[e] > 0);
+    }
+    SECTION("SGD too") {
+        model.set_ops(counting);
+        auto [Y, bp] = model.begin_update(X);
+        bp(random_array(37, 9, 5));
+        Optimizer sgd = SGD(0.1);
+        model.finish_update(sgd);
+        CHECK(counting[e_sgd] > 0);
+        CHECK(counting[e_adam] == 0);
+    }
+    SECTION("a backend that refuses is never bypassed") {
+        RefusingOps refusing;
+        model.set_ops(refusing);
+        CHECK_THROWS_WITH(model.predict(X), "refusing backend called");
+        {
+            const LayersOnly layers;
+            CHECK_THROWS_WITH(model.predict(X), "refusing backend called");
+        }
+        model.set_ops(cpu_ops());
+        CHECK(model.predict(X).shape(0) == 37);
+    }
+}
+
+TEST_CASE("backend: tables, sequences and reductions run on the model's ops", "[backend]") {
+    CountingOps counting;
+    // One id column into two tables, per-document windows and a Maxout over them, then one
+    // reduction of each kind over the documents.
+    auto tok = concatenate(HashEmbed<8, Ints2d>(50, HashEmbedOptions{.seed = 3, .column = 0, .dropout = 0.1}),
+                           Embed<8, Ints2d>(40, EmbedOptions{.column = 1, .dropout = 0.1})) >>
+               LayerNorm<16>() >> Maxout<16, 16, 2>();
+    auto model = with_array<List<Ints2d>>(tok) >> list2ragged() >>
+                 concatenate(reduce_sum(), reduce_mean(), reduce_max(), reduce_first(), reduce_last()) >> Softmax<5>();
+    std::vector<Ints2d> docs;
+    for (std::size_t d = 0; d < 4; ++d) {
+        Ints2d doc({3 + d, 2});
+        for (std::size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<std::int32_t>((i * 7 + d * 3) % 40);
+        docs.push_back(std::move(doc));
+    }
+    const List<Ints2d> X(std::move(docs));
+    model.initialize(X);
+    same_as_cpu(model, counting, X, 5);
+    for (Entry e : {e_gemm, e_gather, e_scatter, e_segment, e_segment_backward, e_layernorm, e_maxout, e_adam})
+        CHECK(counting[e] > 0);
+}
+
+TEST_CASE("backend: set_current_ops gives new models their backend", "[backend]") {
+    CountingOps counting;
+    set_current_ops(counting);
+    auto model = Relu<8>() >> Softmax<3>();
+    set_current_ops(cpu_ops());
+    CHECK(&current_ops() == &cpu_ops());
+    for (const Node* n : model.walk()) CHECK(&n->ops() == &counting);
+    const Floats2d X = random_array(5, 4, 2);
+    model.initialize(X);
+    model.predict(X);
+    CHECK(counting[e_gemm] > 0);
+    auto other = Relu<8>();
+    CHECK(&other.ops() == &cpu_ops());
+}
+
+TEST_CASE("backend: the CPU's gathers, segment reductions and maxout on known values", "[backend]") {
+    const Ops& ops = cpu_ops();
+    // table rows 0..3 of width 2: row i = (i, 10 i)
+    const float table[8] = {0, 0, 1, 10, 2, 20, 3, 30};
+    const std::uint32_t idx[4] = {3, 1, 2, 2};  // two outputs, two rows each
+    float out[4];
+    ops.gather_add_rows(table, 2, idx, 2, 2, out);
+    CHECK((out[0] == 4 && out[1] == 40 && out[2] == 4 && out[3] == 40));
+    ops.gather_add_rows(table, 2, idx, 2, 1, out);  // one row each: idx[0], idx[1]
+    CHECK((out[0] == 3 && out[1] == 30 && out[2] == 1 && out[3] == 10));
+
+    // two sequences of lengths 2 and 3, width 2
+    const float X[10] = {1, 5, 3, 2, /**/ 0, 9, 4, 9, 2, 1};
+    const std::int32_t lengths[2] = {2, 3};
+    const auto reduce = [&](Reduce r, std::int32_t* which) {
+        std::array<float, 4> y{};
+        ops.segment_reduce(r, X, lengths, 2, 2, y.data(), which);
+        return y;
+    };
+    CHECK(reduce(Reduce::sum, nullptr) == std::array<float, 4>{4, 7, 6, 19});
+    CHECK(reduce(Reduce::mean, nullptr) == std::array<float, 4>{2, 3.5f, 2, 19.0f / 3.0f});
+    std::int32_t which[4];
+    CHECK(reduce(Reduce::max, which) == std::array<float, 4>{3, 5, 4, 9});
+    CHECK((which[0] == 1 && which[1] == 0 && which[2] == 1 && which[3] == 0));  // ties: the first row
+    CHECK(reduce(Reduce::first, nullptr) == std::array<float, 4>{1, 5, 0, 9});
+    CHECK(reduce(Reduce::last, nullptr) == std::array<float, 4>{3, 2, 2, 1});
+    const float dY[4] = {1, 2, 3, 4};
+    std::array<float, 10> dX{};
+    ops.segment_reduce_backward(Reduce::max, dY, lengths, 2, 2, which, dX.data());
+    CHECK(dX == std::array<float, 10>{0, 2, 1, 0, 0, 4, 3, 0, 0, 0});
+    dX = {};
+    ops.segment_reduce_backward(Reduce::last, dY, lengths, 2, 2, nullptr, dX.data());
+    CHECK(dX == std::array<float, 10>{0, 0, 1, 2, 0, 0, 0, 0, 3, 4});
+
+    // maxout: one row, two outputs of three pieces, with a bias
+    const float Z[6] = {1, 5, 2, -1, -3, -2};
+    const float b[6] = {0, 0, 4, 0, 0, 0};
+    float y[2];
+    std::int32_t w[2];
+    ops.maxout(Z, b, 1, 2, 3, y, w);
+    CHECK((y[0] == 6 && w[0] == 2 && y[1] == -1 && w[1] == 0));
+    float dZ[6];
+    const float dy[2] = {7, 8};
+    ops.maxout_backward(dy, w, 1, 2, 3, dZ);
+    CHECK((dZ[0] == 0 && dZ[1] == 0 && dZ[2] == 7 && dZ[3] == 8 && dZ[4] == 0 && dZ[5] == 0));
+}
