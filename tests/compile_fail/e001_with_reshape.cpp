@@ -4,6 +4,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto m = with_reshape(Relu<6, 4>()) >> with_reshape(Relu<2, 5>());
-}
+auto model = with_reshape(Relu<6, 4>()) >> with_reshape(Relu<2, 5>());

@@ -4,7 +4,5 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    Floats2d X({2, 784});
-    auto Y = X >> Relu<512, 784>();
-}
+Floats2d X({2, 784});
+auto model = X >> Relu<512, 784>();

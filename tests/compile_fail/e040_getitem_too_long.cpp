@@ -4,6 +4,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto g = floats_getitem<Floats2d>(Slice(), 0, 1);
-}
+auto model = floats_getitem<Floats2d>(Slice(), 0, 1);

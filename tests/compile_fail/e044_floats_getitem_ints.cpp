@@ -4,6 +4,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto g = floats_getitem<Ints2d>(Slice(), 0);
-}
+auto model = floats_getitem<Ints2d>(Slice(), 0);

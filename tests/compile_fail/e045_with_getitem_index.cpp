@@ -4,6 +4,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto m = with_getitem<2, std::pair<Floats2d, Floats2d>>(Relu<4>());
-}
+auto model = with_getitem<2, std::pair<Floats2d, Floats2d>>(Relu<4>());

@@ -4,6 +4,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto m = with_getitem<1, std::tuple<Floats2d, Ints1d>>(Relu<4>());
-}
+auto model = with_getitem<1, std::tuple<Floats2d, Ints1d>>(Relu<4>());

@@ -4,6 +4,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto m = with_reshape(strings2arrays());
-}
+auto model = with_reshape(strings2arrays());

@@ -5,7 +5,5 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    std::map<std::string, int> table{{"a", 1}};
-    auto m = remap_ids<Ints1d>(table, 0);
-}
+std::map<std::string, int> table{{"a", 1}};
+auto model = remap_ids<Ints1d>(table, 0);

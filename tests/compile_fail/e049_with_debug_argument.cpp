@@ -6,6 +6,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto m = with_debug(0.5);
-}
+auto model = with_debug(0.5);

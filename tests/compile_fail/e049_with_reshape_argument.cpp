@@ -6,6 +6,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-int main() {
-    auto m = with_reshape(4);
-}
+auto model = with_reshape(4);

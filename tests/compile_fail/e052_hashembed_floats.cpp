@@ -4,4 +4,4 @@
 #include <tenon/tenon.hpp>
 using namespace tenon;
 
-HashEmbed<8, Floats2d> model(100);
+auto model = HashEmbed<8, Floats2d>(100);

@@ -48,7 +48,7 @@ auto multi_hash_embed(const Tok2VecConfig& c, std::index_sequence<F...>) {
     const std::size_t width = c.width, nF = sizeof...(F);
     return list2ragged<Ids>() >>
            with_array<BasicRagged<Ids>>(concatenate(HashEmbed<dyn, Ids>(
-               c.rows.at(F), HashEmbedOptions{.nO = width, .seed = 8 + F, .column = F, .dropout = 0.0, .initializer = {}})...)) >>
+               c.rows.at(F), HashEmbedOptions{.nO = width, .seed = 8 + F, .column = F, .initializer = {}, .dropout = 0.0})...)) >>
            with_array<Ragged>(Maxout<>({.nO = width, .nI = width * nF, .nP = 3, .dropout = 0.0, .normalize = true})) >>
            ragged2list();
 }

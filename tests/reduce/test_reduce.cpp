@@ -176,8 +176,8 @@ TEST_CASE("HashEmbed agrees with Thinc: the same table and seed give the same ro
         HashEmbed<> model(num(c, "nV"), HashEmbedOptions{.nO = num(c, "nO"),
                                                          .seed = static_cast<std::uint32_t>(from_pieces(c, "seed16")[0]),
                                                          .column = num(c, "column"),
-                                                         .dropout = {},
-                                                         .initializer = {}});
+                                                         .initializer = {},
+                                                         .dropout = {}});
         model.initialize();
         set_E(model, c);
         const Ints2d X = read_array<Ints2d>(c, "X");

@@ -77,7 +77,7 @@ TextcatConfig textcat_config(const Case& c) {
 // list2ragged >> reduce_mean >> Softmax: List<Ints2d> -> Floats2d.
 HashEmbed<dyn, Ints2d> feature(const TextcatConfig& c, std::size_t f) {
     return HashEmbed<dyn, Ints2d>(c.rows[f], HashEmbedOptions{.nO = c.width, .seed = 8 + static_cast<std::uint32_t>(f),
-                                                               .column = f, .dropout = 0.0, .initializer = {}});
+                                                               .column = f, .initializer = {}, .dropout = 0.0});
 }
 auto make_textcat(const TextcatConfig& c) {
     const std::size_t w = c.width;

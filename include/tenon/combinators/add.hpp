@@ -23,14 +23,14 @@ struct add_types {
     static_assert(always_false<LayerAt>,
                   "[tenon-E020] add(a, b, ...) / a + b: every layer must take the same input type and produce the "
                   "same output type as the first (layer<I> expects_type<T>, produces_type<U> but layer<0> "
-                  "expects_type<T0>, produces_type<U0>: see the line above)");
+                  "expects_type<T0>, produces_type<U0>: see the instantiation line)");
 };
 // E021: two layers of add() with different static output widths.
 template <class LayerAt, class Produces, class LayerAt2, class Produces2>
 struct add_widths {
     static_assert(always_false<LayerAt>,
                   "[tenon-E021] add(a, b, ...) / a + b: the layers' outputs are summed, so their output widths must "
-                  "be equal (layer<I> produces_width<W> but layer<J> produces_width<V>: see the line above)");
+                  "be equal (layer<I> produces_width<W> but layer<J> produces_width<V>: see the instantiation line)");
 };
 
 // The check for add(Ls...): `ok` when all is well, else the first failure's check.
@@ -203,7 +203,7 @@ auto make_add(Ms&&... ms) {
         parts))>::type;
     if constexpr (!std::is_same_v<Check, check::ok>) {
         static_assert(sizeof(Check) > 0);  // E020, E021, E023, E028: said here, at the call
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return typename parallel_type<Add, Parts>::type(std::move(parts));
     }
@@ -222,11 +222,22 @@ auto operator+(A&& a, B&& b) {
 }
 // a + x, x + a where x is not a model: E029 (never taken from two non-models).
 template <class A, class B>
-    requires(Model<A> != Model<B>)
+    requires(Model<A> != Model<B> && !any_failed_model<A, B>)
 auto operator+(A&&, B&&) {
     using NotAModel = std::conditional_t<Model<A>, B, A>;
     static_assert(sizeof(check::combinator_operand<check::not_a_model<check::name_t<NotAModel>>>) > 0);
-    return check::never<check::ok>();
+    return failed_model{};
+}
+// With a failed model (its error is already said): a failed model (model/failed_model.hpp).
+template <class... Ms>
+    requires(any_failed_model<Ms...>)
+failed_model add(Ms&&...) noexcept {
+    return {};
+}
+template <class A, class B>
+    requires(any_failed_model<A, B>)
+failed_model operator+(A&&, B&&) noexcept {
+    return {};
 }
 
 }  // namespace tenon

@@ -24,7 +24,7 @@ template <class LayerAt, class Expects, class Produces>
 struct bidirectional_types {
     static_assert(always_false<LayerAt>,
                   "[tenon-E026] bidirectional(l2r, r2l): both layers must map Padded to Padded (layer<I> "
-                  "expects_type<T>, produces_type<U>: see the line above); wrap a layer of arrays in "
+                  "expects_type<T>, produces_type<U>: see the instantiation line); wrap a layer of arrays in "
                   "with_array(...)");
 };
 template <class L, class R>
@@ -176,7 +176,7 @@ auto make_bidirectional(L&& l2r, R&& r2l) {
     using Check = check::bidirectional_check<DL, DR>;
     if constexpr (!std::is_same_v<Check, check::ok>) {
         static_assert(sizeof(Check) > 0);  // E026, E028: said here, at the call
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         constexpr std::size_t W = common_static_nI<DL, DR>;
         using TL = typename widths::rebind_nI<DL, W>::type;
@@ -197,6 +197,13 @@ template <class L, class R>
     requires(Model<L> && Model<R>)
 auto bidirectional(L&& l2r, R&& r2l) {
     return detail::make_bidirectional(std::forward<L>(l2r), std::forward<R>(r2l));
+}
+
+// With a failed model (its error is already said): a failed model (model/failed_model.hpp).
+template <class... A>
+    requires(any_failed_model<A...>)
+failed_model bidirectional(A&&...) noexcept {
+    return {};
 }
 
 }  // namespace tenon

@@ -33,7 +33,27 @@
 
 namespace tenon {
 
+template <Model L>
+class Residual;
+template <std::size_t NO, std::size_t NI, std::size_t NP>
+class Maxout;
+
 namespace check {
+template <class Layer, class Expects, class Produces>
+struct residual_widths;  // E025, combinators/residual.hpp
+// A width mismatch at a residual whose layer's nI the types leave open (Relu<8, 4>() >>
+// residual(Relu<16>())): the residual would get 8 and its layer make 16, so the mistake is
+// the residual's (E025), not the chain's.
+template <class At, std::size_t Expects, std::size_t Produces>
+struct residual_at {
+    static constexpr bool is = false;
+};
+template <class L, std::size_t Expects, std::size_t Produces>
+struct residual_at<Residual<L>, Expects, Produces> {
+    static constexpr bool is = widths::static_nI<L>() == dyn && widths::static_nO<L>() != dyn;
+    using type = residual_widths<L, expects_width<Produces>, produces_width<widths::static_nO<L>()>>;
+};
+
 // The check to instantiate for a chain: `ok` arguments when all is well, the numbers (or
 // types) of the first mismatch otherwise.
 template <std::size_t Bad, class... Ls>
@@ -53,6 +73,26 @@ struct chain_width_check {
 template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces>
 struct chain_width_check<true, I, Expects, J, Produces> {
     using type = chain_widths<layer<I>, expects_width<Expects>, layer<J>, produces_width<Produces>>;
+};
+// At a Maxout<nO, nI> with a small nI and no nP: E001 saying that the pieces are the third
+// argument (Maxout<64, 3> is an easy mistake for "3 pieces").
+template <class At>
+inline constexpr bool maxout_pieces_mistake = false;
+template <std::size_t NO, std::size_t NI>
+inline constexpr bool maxout_pieces_mistake<Maxout<NO, NI, dyn>> = NI <= 8;
+// The check for a width mismatch at layer I: E025 at a residual (above), the Maxout hint, or
+// E001.
+template <bool Bad, std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces, class... Ls>
+struct chain_width_check_at : chain_width_check<Bad, I, Expects, J, Produces> {};
+template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces, class... Ls>
+    requires(residual_at<type_at_t<I, Ls...>, Expects, Produces>::is)
+struct chain_width_check_at<true, I, Expects, J, Produces, Ls...> {
+    using type = typename residual_at<type_at_t<I, Ls...>, Expects, Produces>::type;
+};
+template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces, class... Ls>
+    requires(maxout_pieces_mistake<type_at_t<I, Ls...>>)
+struct chain_width_check_at<true, I, Expects, J, Produces, Ls...> {
+    using type = chain_widths_maxout<layer<I>, expects_width<Expects>, layer<J>, produces_width<Produces>>;
 };
 
 }  // namespace check
@@ -229,6 +269,25 @@ struct chain_tables {
 };
 }  // namespace detail
 
+namespace detail {
+// The checks of a chain of these layers, made before the Chain type is instantiated: when one
+// fails, make_chain says so and returns a failed_model, so the rest of the user's program
+// adds no error of its own (model/failed_model.hpp). The Chain class asserts the same.
+template <class List>
+struct chain_check_of;
+template <class... Ls>
+struct chain_check_of<type_list<Ls...>> {
+    static constexpr std::size_t N = sizeof...(Ls);
+    static constexpr std::size_t bad_type = first_type_mismatch<Ls...>();
+    static constexpr auto flow = widths::flow<Ls...>::value;
+    using types = typename check::chain_type_check<bad_type, Ls...>::type;
+    using width_check = typename check::chain_width_check_at<bad_type == N && flow.bad < N, flow.bad, flow.expects,
+                                                             flow.producer, flow.produces, Ls...>::type;
+    static constexpr bool ok = bad_type == N && !(flow.bad < N);
+};
+
+}  // namespace detail
+
 // (A requires-clause, not `template <Model... Ls>`: that is a fold expression over the layers,
 // which clang refuses beyond 256 of them.)
 template <class... Ls>
@@ -238,11 +297,12 @@ class Chain : public Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In,
     static_assert(sizeof...(Ls) >= 1, "[tenon-E004] chain(): needs at least one layer");
     static constexpr std::size_t N = sizeof...(Ls);
     // The checks: instantiating them with the numbers of a mismatch fails with its id.
-    static constexpr std::size_t bad_type = detail::first_type_mismatch<Ls...>();
-    static constexpr auto flow = widths::flow<Ls...>::value;
-    static_assert(sizeof(typename check::chain_type_check<bad_type, Ls...>::type) > 0);
-    static_assert(sizeof(typename check::chain_width_check<bad_type == N && flow.bad < N, flow.bad, flow.expects,
-                                                           flow.producer, flow.produces>::type) > 0);
+    // (The same class as make_chain's check, so the work is done once.)
+    using Checks = detail::chain_check_of<detail::type_list<Ls...>>;
+    static constexpr std::size_t bad_type = Checks::bad_type;
+    static constexpr auto flow = Checks::flow;
+    static_assert(sizeof(typename Checks::types) > 0);        // E002
+    static_assert(sizeof(typename Checks::width_check) > 0);  // E001, E025
 
     using Base = Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In, typename detail::chain_ends<Ls...>::Out>;
     friend Base;
@@ -630,10 +690,9 @@ struct chain_args {
                                         std::remove_cvref_t<Ms>...>::type;
 };
 
-template <class... Ms>
-auto make_chain(Ms&&... ms) {
-    using Args = chain_args<Ms...>;
-    using C = typename chain_type_of<Args, std::remove_cvref_t<Ms>...>::type;
+// The chain C of the arguments (their layers moved or copied into it).
+template <class Args, class C, class... Ms>
+C make_checked_chain(Ms&&... ms) {
     using Make = chain_make_table<Args, typename chain_layers<C>::list, typename Args::List>;
     static constexpr std::array<void* (*)(void*, std::size_t) noexcept, Args::K> part{
         &chain_part_address<std::remove_cvref_t<Ms>>...};
@@ -645,6 +704,21 @@ auto make_chain(Ms&&... ms) {
     }
     return C(from_source, src);
 }
+
+template <class... Ms>
+auto make_chain(Ms&&... ms) {
+    using Args = chain_args<Ms...>;
+    using C = typename chain_type_of<Args, std::remove_cvref_t<Ms>...>::type;
+    using Check = chain_check_of<typename chain_layers<C>::list>;
+    if constexpr (!Check::ok) {
+        static_assert(sizeof(typename Check::types) > 0);   // E002
+        static_assert(sizeof(typename Check::width_check) > 0);  // E001
+        return failed_model{};
+    } else {
+        return make_checked_chain<Args, C>(std::forward<Ms>(ms)...);
+    }
+}
+
 }  // namespace detail
 
 // chain(a, b, ...): layers are copied or moved in; nested chains are flattened.

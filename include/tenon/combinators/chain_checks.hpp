@@ -43,28 +43,42 @@ inline constexpr bool has_member_extractor = requires(std::remove_reference_t<A>
 template <int None = 0>
 auto chain() {
     static_assert(None != 0, "[tenon-E004] chain(): needs at least one layer");
-    return check::never<check::ok>();
+    return failed_model{};
 }
 
 // chain(...) with at least one model and at least one argument that is not: E006.
 // (Counted with a table, not a fold: clang limits fold expressions to 256 arguments.)
 template <class... Ms>
-    requires(check::count_models<Ms...>() > 0 && check::count_models<Ms...>() < sizeof...(Ms))
+    requires(check::count_models<Ms...>() > 0 && check::count_models<Ms...>() < sizeof...(Ms) &&
+             !any_failed_model<Ms...>)
 auto chain(Ms&&...) {
     constexpr std::size_t i = check::first_non_model<Ms...>;
     using NotAModel = std::remove_cvref_t<std::tuple_element_t<i, std::tuple<Ms...>>>;
     static_assert(sizeof(check::chain_argument<check::argument<i>, check::not_a_model<check::name_t<NotAModel>>>) > 0);
-    return check::never<check::ok>();
+    return failed_model{};
 }
 
 // a >> x or x >> a where x is not a model: E005. Taken only when exactly one side is a tenon
 // model, and never from a left operand that has its own operator>> (streams, archives).
 template <class A, class B>
-    requires(Model<A> != Model<B> && !check::has_member_extractor<A>)
+    requires(Model<A> != Model<B> && !check::has_member_extractor<A> && !any_failed_model<A, B>)
 auto operator>>(A&&, B&&) {
     using NotAModel = std::conditional_t<Model<A>, B, A>;
     static_assert(sizeof(check::chain_operand<check::not_a_model<check::name_t<NotAModel>>>) > 0);
-    return check::never<std::remove_cvref_t<std::conditional_t<Model<A>, A, B>>>();
+    return failed_model{};
+}
+
+// A failed model (a check above already said what is wrong) chained to anything: a failed
+// model again, with nothing more to say (model/failed_model.hpp).
+template <class... Ms>
+    requires(any_failed_model<Ms...>)
+failed_model chain(Ms&&...) noexcept {
+    return {};
+}
+template <class A, class B>
+    requires(any_failed_model<A, B>)
+failed_model operator>>(A&&, B&&) noexcept {
+    return {};
 }
 
 }  // namespace tenon

@@ -155,7 +155,7 @@ auto clone(L&& layer, std::size_t n) {
     using D = std::remove_cvref_t<L>;
     if constexpr (!std::is_same_v<check::clone_check<D>, check::clone_widths<check::ok, check::ok, check::ok>>) {
         static_assert(sizeof(check::clone_check<D>) > 0);  // E003, E016: said here, at the call
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return Clone<D>(layer, n);
     }
@@ -166,7 +166,14 @@ template <class N, Model L>
     requires(!Model<N>)
 auto clone(N&&, L&&) {
     static_assert(sizeof(check::clone_argument<check::not_a_model<check::name_t<N>>>) > 0);
-    return check::never<check::ok>();
+    return failed_model{};
+}
+
+// With a failed model (its error is already said): a failed model (model/failed_model.hpp).
+template <class... A>
+    requires(any_failed_model<A...>)
+failed_model clone(A&&...) noexcept {
+    return {};
 }
 
 }  // namespace tenon

@@ -27,7 +27,7 @@ struct concatenate_types {
     static_assert(always_false<LayerAt>,
                   "[tenon-E022] concatenate(a, b, ...) / a | b: every layer must take the same input type and "
                   "produce the same output type as the first (layer<I> expects_type<T>, produces_type<U> but "
-                  "layer<0> expects_type<T0>, produces_type<U0>: see the line above)");
+                  "layer<0> expects_type<T0>, produces_type<U0>: see the instantiation line)");
 };
 
 template <class... Ls>
@@ -181,7 +181,7 @@ auto make_concatenate(Ms&&... ms) {
         parts))>::type;
     if constexpr (!std::is_same_v<Check, check::ok>) {
         static_assert(sizeof(Check) > 0);  // E022, E023, E028: said here, at the call
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return typename parallel_type<Concatenate, Parts>::type(std::move(parts));
     }
@@ -202,11 +202,22 @@ auto operator|(A&& a, B&& b) {
 }
 // a | x, x | a where x is not a model: E029.
 template <class A, class B>
-    requires(Model<A> != Model<B>)
+    requires(Model<A> != Model<B> && !any_failed_model<A, B>)
 auto operator|(A&&, B&&) {
     using NotAModel = std::conditional_t<Model<A>, B, A>;
     static_assert(sizeof(check::combinator_operand<check::not_a_model<check::name_t<NotAModel>>>) > 0);
-    return check::never<check::ok>();
+    return failed_model{};
+}
+// With a failed model (its error is already said): a failed model (model/failed_model.hpp).
+template <class... Ms>
+    requires(any_failed_model<Ms...>)
+failed_model concatenate(Ms&&...) noexcept {
+    return {};
+}
+template <class A, class B>
+    requires(any_failed_model<A, B>)
+failed_model operator|(A&&, B&&) noexcept {
+    return {};
 }
 
 }  // namespace tenon

@@ -22,14 +22,14 @@ struct residual_types {
     static_assert(always_false<Layer>,
                   "[tenon-E024] residual(layer): Y = X + layer(X), so the layer's output type must be its input "
                   "type, one that can be summed (float arrays, Ragged, Padded, List of float arrays) "
-                  "(expects_type<T> but produces_type<U>: see the line above)");
+                  "(expects_type<T> but produces_type<U>: see the instantiation line)");
 };
 // E025: residual(layer) of a layer whose static output width is not its static input width.
 template <class Layer, class Expects, class Produces>
 struct residual_widths {
     static_assert(always_false<Layer>,
                   "[tenon-E025] residual(layer): Y = X + layer(X), so the layer's output width must be its input "
-                  "width (expects_width<W> but produces_width<V>: see the line above)");
+                  "width (expects_width<W> but produces_width<V>: see the instantiation line)");
 };
 template <class L, std::size_t NI = widths::static_nI<L>(), std::size_t NO = widths::static_nO<L>()>
 using residual_check = std::conditional_t<
@@ -166,10 +166,17 @@ auto residual(M&& layer) {
     using D = std::remove_cvref_t<M>;
     if constexpr (!std::is_same_v<check::residual_check<D>, check::ok>) {
         static_assert(sizeof(check::residual_check<D>) > 0);  // E024, E025: said here, at the call
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return Residual<D>(D(std::forward<M>(layer)));
     }
+}
+
+// With a failed model (its error is already said): a failed model (model/failed_model.hpp).
+template <class... A>
+    requires(any_failed_model<A...>)
+failed_model residual(A&&...) noexcept {
+    return {};
 }
 
 }  // namespace tenon

@@ -20,7 +20,7 @@ struct siamese_types {
     static_assert(always_false<Expects>,
                   "[tenon-E027] siamese(layer, similarity): similarity must take the pair of the layer's outputs "
                   "(similarity expects_type<T> but the layer's outputs make produces_type<pair<U, U>>: see the "
-                  "line above)");
+                  "instantiation line)");
 };
 template <class L, class S>
 using siamese_check =
@@ -123,10 +123,17 @@ auto siamese(L&& layer, S&& similarity) {
     using DS = std::remove_cvref_t<S>;
     if constexpr (!std::is_same_v<check::siamese_check<DL, DS>, check::ok>) {
         static_assert(sizeof(check::siamese_check<DL, DS>) > 0);  // E027: said here, at the call
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return Siamese<DL, DS>(DL(std::forward<L>(layer)), DS(std::forward<S>(similarity)));
     }
+}
+
+// With a failed model (its error is already said): a failed model (model/failed_model.hpp).
+template <class... A>
+    requires(any_failed_model<A...>)
+failed_model siamese(A&&...) noexcept {
+    return {};
 }
 
 }  // namespace tenon

@@ -30,8 +30,8 @@ template <class Layer, class Expects, class Given>
 struct uniqued_input {
     static_assert(always_false<Layer>,
                   "[tenon-E050] uniqued(layer, column): the layer's input must be a 2-d array of integer keys, "
-                  "Ints2d or Keys2d, whose column holds the keys (expects_type<T> but given_type<U>: see the line "
-                  "above)");
+                  "Ints2d or Keys2d, whose column holds the keys (expects_type<T> but given_type<U>: see the instantiation "
+                  "line)");
 };
 // E051: uniqued(layer) of a layer whose output is not Floats2d (one row per input row).
 template <class Layer, class Expects, class Given>
@@ -39,7 +39,7 @@ struct uniqued_output {
     static_assert(always_false<Layer>,
                   "[tenon-E051] uniqued(layer, column): the layer's output must be Floats2d, one row per input "
                   "row, for the rows of repeated keys to be copied (expects_type<T> but given_type<U>: see the "
-                  "line above)");
+                  "instantiation line)");
 };
 template <class L, class In = typename L::In, class Out = typename L::Out>
 using uniqued_check = std::conditional_t<
@@ -196,10 +196,17 @@ auto uniqued(L&& layer, std::size_t column = 0) {
     using D = std::remove_cvref_t<L>;
     if constexpr (!std::is_same_v<check::uniqued_check<D>, check::ok>) {
         static_assert(sizeof(check::uniqued_check<D>) > 0);  // E050, E051: said here, at the call
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return Uniqued<D>(std::forward<L>(layer), column);
     }
+}
+
+// With a failed model (its error is already said): a failed model (model/failed_model.hpp).
+template <class... A>
+    requires(any_failed_model<A...>)
+failed_model uniqued(A&&...) noexcept {
+    return {};
 }
 
 }  // namespace tenon

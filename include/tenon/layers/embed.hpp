@@ -25,8 +25,8 @@ namespace tenon {
 struct EmbedOptions {
     std::size_t nO = dyn;     // for a dyn nO in the type (else from Y in initialize)
     std::size_t column = 0;   // the column of a 2-d input that holds the ids
-    std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
     Init initializer = {};    // default: uniform_init (-0.1, 0.1)
+    std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
 };
 
 template <std::size_t NO = dyn, class In = Ints2d>
@@ -41,7 +41,7 @@ public:
     static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
 
     Embed(std::size_t nV, std::size_t column = 0, std::optional<double> dropout = {})
-        : Embed(nV, EmbedOptions{dyn, column, dropout, {}}) {}
+        : Embed(nV, EmbedOptions{dyn, column, {}, dropout}) {}
     Embed(std::size_t nV, EmbedOptions o)
         : Base("embed", {{"nO", NO}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {

@@ -30,7 +30,7 @@ template <class Given>
 struct expand_window_type {
     static_assert(always_false<Given>,
                   "[tenon-E053] expand_window<T>(window_size): T must be Floats2d or Ragged (given_type<T>: see the "
-                  "line above)");
+                  "instantiation line)");
 };
 template <class T>
 using expand_window_check = std::conditional_t<std::is_same_v<T, tenon::Floats2d> || std::is_same_v<T, tenon::Ragged>, ok,
@@ -197,13 +197,25 @@ private:
     std::size_t window_;
 };
 
+// With a T other than Floats2d or Ragged: E053, and a failed_model (model/failed_model.hpp),
+// so that the program's uses of the model add no errors.
 template <class T = Floats2d>
-ExpandWindow<T> expand_window(std::size_t window_size = 1) {
-    return ExpandWindow<T>(window_size);
+auto expand_window(std::size_t window_size = 1) {
+    if constexpr (!std::is_same_v<check::expand_window_check<T>, check::ok>) {
+        static_assert(sizeof(check::expand_window_check<T>) > 0);  // E053
+        return failed_model{};
+    } else {
+        return ExpandWindow<T>(window_size);
+    }
 }
 template <std::size_t W, class T = Floats2d>
-ExpandWindow<T, W> expand_window() {
-    return ExpandWindow<T, W>(W);
+auto expand_window() {
+    if constexpr (!std::is_same_v<check::expand_window_check<T>, check::ok>) {
+        static_assert(sizeof(check::expand_window_check<T>) > 0);  // E053
+        return failed_model{};
+    } else {
+        return ExpandWindow<T, W>(W);
+    }
 }
 
 }  // namespace tenon

@@ -53,8 +53,8 @@ struct HashEmbedOptions {
     std::size_t nO = dyn;                // for a dyn nO in the type (else from Y in initialize)
     std::optional<std::uint32_t> seed{};  // default: the layer's id, as Thinc
     std::size_t column = 0;              // the column of a 2-d input that holds the ids
-    std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
     Init initializer = {};               // default: uniform_init (-0.1, 0.1)
+    std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
 };
 
 template <std::size_t NO = dyn, class In = Ints2d>
@@ -70,7 +70,7 @@ public:
 
     HashEmbed(std::size_t nV, std::optional<std::uint32_t> seed = {}, std::size_t column = 0,
               std::optional<double> dropout = {})
-        : HashEmbed(nV, HashEmbedOptions{dyn, seed, column, dropout, {}}) {}
+        : HashEmbed(nV, HashEmbedOptions{dyn, seed, column, {}, dropout}) {}
     HashEmbed(std::size_t nV, HashEmbedOptions o)
         : Base("hashembed", {{"nO", NO}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {

@@ -525,6 +525,9 @@ template <class M>
 Plan<M> lower(M& model) {
     return Plan<M>(model);
 }
+// A failed model's error is already said (model/failed_model.hpp).
+inline failed_model lower(const failed_model&) noexcept { return {}; }
+inline failed_model describe_plan(const failed_model&, std::size_t = 0) noexcept { return {}; }
 
 namespace lowering {
 

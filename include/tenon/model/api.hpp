@@ -28,6 +28,13 @@ std::remove_cvref_t<M> copy(const M& model) {
     return out;
 }
 
+// A failed model's error is already said (model/failed_model.hpp).
+inline failed_model copy(const failed_model&) noexcept { return {}; }
+inline failed_model set_dropout_rate(const failed_model&, double,
+                                     const std::map<std::string, std::string>& = {}) noexcept {
+    return {};
+}
+
 // Thinc's set_dropout_rate (the 8.0 form): for every node of the model whose name is a key
 // of `attrs`, sets the attribute it names to `rate`. Returns the model.
 template <class M>

@@ -6,6 +6,7 @@
 //     tenon::check::expects_width<256>, tenon::check::layer<2>, tenon::check::produces_width<512>>'
 //   error: static assertion failed: [tenon-E001] chain(): a layer's input width differs ...
 #pragma once
+#include "tenon/model/failed_model.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -34,6 +35,8 @@ struct produces_type {};
 
 template <class T>
 struct given_type {};
+template <std::size_t W>
+struct given_width {};
 template <std::size_t I>
 struct argument {};
 template <class T>
@@ -118,17 +121,26 @@ template <class LayerAt, class Expects, class ProducerAt, class Produces>
 struct chain_widths {
     static_assert(always_false<LayerAt>,
                   "[tenon-E001] chain(): a layer's input width differs from the output width of the layer "
-                  "before it (layer<I> expects_width<W> but layer<J> produces_width<V>: see the line above)");
+                  "before it (layer<I> expects_width<W> but layer<J> produces_width<V>: see the instantiation line)");
 };
 template <>
 struct chain_widths<ok, ok, ok, ok> {};
+// E001 at a Maxout<nO, nI> whose nI is small, where Maxout<64, 3> was likely meant as 3 pieces.
+template <class LayerAt, class Expects, class ProducerAt, class Produces>
+struct chain_widths_maxout {
+    static_assert(always_false<LayerAt>,
+                  "[tenon-E001] chain(): a layer's input width differs from the output width of the layer "
+                  "before it (layer<I> expects_width<W> but layer<J> produces_width<V>: see the instantiation line). "
+                  "The layer is Maxout<nO, nI, nP>: its second argument is the input width and the pieces are the "
+                  "third (Maxout<64, dyn, 3>, or Maxout<64>({.nP = 3}))");
+};
 
 // E002: a layer's input data type is not the output type of the layer before it.
 template <class LayerAt, class Expects, class ProducerAt, class Produces>
 struct chain_types {
     static_assert(always_false<LayerAt>,
                   "[tenon-E002] chain(): a layer's input data type is not the output type of the layer "
-                  "before it (layer<I> expects_type<T> but layer<J> produces_type<U>: see the line above)");
+                  "before it (layer<I> expects_type<T> but layer<J> produces_type<U>: see the instantiation line)");
 };
 template <>
 struct chain_types<ok, ok, ok, ok> {};
@@ -138,7 +150,7 @@ template <class Layer, class Expects, class Produces>
 struct clone_types {
     static_assert(always_false<Layer>,
                   "[tenon-E003] clone(layer, n): the layer's output type must be its input type to chain copies of "
-                  "it (expects_type<T> but produces_type<U>: see the line above)");
+                  "it (expects_type<T> but produces_type<U>: see the instantiation line)");
 };
 
 // E004 (chain() with no layer) is a one-line check in combinators/chain_checks.hpp.
@@ -157,7 +169,7 @@ template <class Operand>
 struct chain_operand {
     static_assert(always_false<Operand>,
                   "[tenon-E005] a >> b: both operands must be tenon models (layers, combinators or named model "
-                  "types); one is not_a_model<T>: see the line above");
+                  "types); one is not_a_model<T>: see the instantiation line");
 };
 
 // E006: chain(...) with an argument that is not a tenon model.
@@ -165,7 +177,7 @@ template <class Argument, class Operand>
 struct chain_argument {
     static_assert(always_false<Argument>,
                   "[tenon-E006] chain(...): every argument must be a tenon model (argument<I> is not_a_model<T>: "
-                  "see the line above)");
+                  "see the instantiation line)");
 };
 
 // E007: clone(n, layer): the first argument is not a tenon model but the second is.
@@ -173,7 +185,7 @@ template <class Operand>
 struct clone_argument {
     static_assert(always_false<Operand>,
                   "[tenon-E007] clone(layer, n): the layer comes first, then the number of copies (as Thinc's "
-                  "clone(orig, n)); the first argument is not_a_model<T>: see the line above");
+                  "clone(orig, n)); the first argument is not_a_model<T>: see the instantiation line");
 };
 
 // E008: model.predict(X) with X of another data type than the model's input.
@@ -181,7 +193,16 @@ template <class Expects, class Given>
 struct predict_input {
     static_assert(always_false<Expects>,
                   "[tenon-E008] model.predict(X): X is not of the model's input type (expects_type<T> but "
-                  "given_type<U>: see the line above)");
+                  "given_type<U>: see the instantiation line)");
+};
+
+// E017: predict / begin_update / model(X, is_train) with an array whose static width (the
+// extent of its last dimension in its type) is not the model's static input width.
+template <class Expects, class Given>
+struct input_static_width {
+    static_assert(always_false<Expects>,
+                  "[tenon-E017] model.predict(X) / begin_update(X): X's type fixes its width, and it is not the "
+                  "model's input width (expects_width<W> but given_width<V>: see the instantiation line)");
 };
 
 // E009: model.begin_update(X) or model(X, is_train) with X of another data type.
@@ -189,7 +210,7 @@ template <class Expects, class Given>
 struct update_input {
     static_assert(always_false<Expects>,
                   "[tenon-E009] model.begin_update(X) / model(X, is_train): X is not of the model's input type "
-                  "(expects_type<T> but given_type<U>: see the line above)");
+                  "(expects_type<T> but given_type<U>: see the instantiation line)");
 };
 
 // E010: model.initialize(X[, Y]) with a sample of another data type than the model's input
@@ -198,7 +219,7 @@ template <class... ExpectsGiven>
 struct initialize_sample {
     static_assert(always_false<ExpectsGiven...>,
                   "[tenon-E010] model.initialize(X, Y): X must be of the model's input type and Y of its output "
-                  "type (expects_type<T> but given_type<U>: see the line above)");
+                  "type (expects_type<T> but given_type<U>: see the instantiation line)");
 };
 
 // E011: backprop(dY) with dY of another data type than the model's output.
@@ -206,7 +227,7 @@ template <class Expects, class Given>
 struct backprop_input {
     static_assert(always_false<Expects>,
                   "[tenon-E011] backprop(dY): dY must be of the model's output type, the gradient of Y "
-                  "(expects_type<T> but given_type<U>: see the line above)");
+                  "(expects_type<T> but given_type<U>: see the instantiation line)");
 };
 
 // E012: a static width of 0 (Relu<0>, Linear<0, 5>, Maxout<10, 5, 0>, LayerNorm<0>).
@@ -214,7 +235,7 @@ template <class Layer, class Dim>
 struct zero_width {
     static_assert(always_false<Layer>,
                   "[tenon-E012] a layer's static width is 0: give a width >= 1, or leave it dyn (the default) "
-                  "for initialize() to infer (zero_width<Layer, Dim>: see the line above)");
+                  "for initialize() to infer (zero_width<Layer, Dim>: see the instantiation line)");
 };
 template <std::size_t W, class Layer, class Dim>
 using width_check = std::conditional_t<W == 0, zero_width<Layer, Dim>, ok>;
@@ -224,7 +245,7 @@ template <class To, class From>
 struct array_extents {
     static_assert(always_false<To>,
                   "[tenon-E013] array conversion: a static extent of the target differs from the source's "
-                  "(array_extents<Target, Source>: see the line above); make the extent dyn to check it at "
+                  "(array_extents<Target, Source>: see the instantiation line); make the extent dyn to check it at "
                   "run time");
 };
 
@@ -233,7 +254,7 @@ template <class Argument, class Given>
 struct batch_argument {
     static_assert(always_false<Argument>,
                   "[tenon-E014] multibatch(size, arrays..., [shuffle]): the batch size comes first, then tenon "
-                  "arrays (argument<I> is given_type<T>: see the line above)");
+                  "arrays (argument<I> is given_type<T>: see the instantiation line)");
 };
 
 // E015: model.finish_update(x) where x is not an Optimizer variable.
@@ -242,7 +263,7 @@ struct optimizer_argument {
     static_assert(always_false<Given>,
                   "[tenon-E015] model.finish_update(optimizer): pass an Optimizer variable (Optimizer opt = "
                   "Adam(0.001);), not a temporary, which would forget its state every step, nor a learning "
-                  "rate (given_type<T>: see the line above)");
+                  "rate (given_type<T>: see the instantiation line)");
 };
 
 // E016: clone(layer, n) of a layer whose static output width is not its input width.
@@ -250,7 +271,7 @@ template <class Layer, class Expects, class Produces>
 struct clone_widths {
     static_assert(always_false<Layer>,
                   "[tenon-E016] clone(layer, n): the layer's output width differs from its input width, so its "
-                  "copies cannot be chained (expects_width<W> but produces_width<V>: see the line above)");
+                  "copies cannot be chained (expects_width<W> but produces_width<V>: see the instantiation line)");
 };
 template <>
 struct clone_widths<ok, ok, ok> {};

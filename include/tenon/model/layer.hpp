@@ -8,6 +8,7 @@
 // and *adds* to the parameter gradients. Everything a call needs besides the parameters
 // lives in the returned Backprop, never in the model, so predict is const and thread-safe.
 #pragma once
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
@@ -75,6 +76,22 @@ struct EntryCall {
 // point (`node` is then the model called), rewrites the message's leading node name into the
 // node's path from there (src/model_api.cpp).
 void note_entry_error(Error& e, const Node& node);
+}  // namespace detail
+
+namespace detail {
+// The static extent of an array type's last dimension (dyn for any other type).
+template <class X>
+inline constexpr std::size_t static_last_extent_of = dyn;
+template <class T, std::size_t... E>
+inline constexpr std::size_t static_last_extent_of<Array<T, E...>> = sizeof...(E) ? std::array<std::size_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : dyn;
+template <class T, std::size_t... E>
+inline constexpr std::size_t static_last_extent_of<ArrayView<T, E...>> = sizeof...(E) ? std::array<std::size_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : dyn;
+template <class X>
+inline constexpr std::size_t static_last_extent = static_last_extent_of<std::remove_cvref_t<X>>;
+// E017's condition: X's type and the model's type both fix the input width, differently.
+template <class X, class M>
+concept static_width_differs = requires { M::static_nI; } && static_last_extent<X> != dyn &&
+                               M::static_nI != dyn && static_last_extent<X> != M::static_nI;
 }  // namespace detail
 
 template <class Derived, class InT, class OutT>
@@ -154,6 +171,28 @@ public:
             check_input_finite(X, "begin_update");
             return checked(self().forward_impl(X, is_train));
         });
+    }
+    // The same calls with an array whose type fixes another width than the model's: E017.
+    template <class X>
+        requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
+    Out predict(const X&) const {
+        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+        return check::never<Out>();
+    }
+    template <class X>
+        requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
+    auto begin_update(const X&) {
+        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+        return check::never<std::pair<Out, backprop_t<Derived>>>();
+    }
+    template <class X>
+        requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
+    auto operator()(const X&, bool) {
+        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+        return check::never<std::pair<Out, backprop_t<Derived>>>();
     }
     // The same calls with X of another data type than the model's input: E008, E009.
     template <class X>

@@ -82,7 +82,7 @@ template <class Array, class Rank, class Entries>
 struct getitem_too_long {
     static_assert(always_false<Array>,
                   "[tenon-E040] array_getitem(index...): the index has more entries than the input array has axes "
-                  "(array_rank<R> but index_entries<N>: see the line above); name a higher-rank input type, e.g. "
+                  "(array_rank<R> but index_entries<N>: see the instantiation line); name a higher-rank input type, e.g. "
                   "floats_getitem<Floats3d>(...)");
 };
 // E041: an integer for every axis: the result would be a scalar, which no tenon array is.
@@ -90,7 +90,7 @@ template <class Array, class Entries>
 struct getitem_scalar {
     static_assert(always_false<Array>,
                   "[tenon-E041] array_getitem(index...): the index picks one position on every axis, so the "
-                  "result would be a scalar (array_type<A>: see the line above); keep an axis with "
+                  "result would be a scalar (array_type<A>: see the instantiation line); keep an axis with "
                   "Slice(i, i + 1) or Index{i}");
 };
 // E042: several Index lists (numpy pairs them element by element, not as a grid).
@@ -99,14 +99,14 @@ struct getitem_lists {
     static_assert(always_false<Array>,
                   "[tenon-E042] array_getitem(index...): at most one Index{...} list per index (numpy pairs "
                   "several lists element by element); chain two getitems to select a grid "
-                  "(index_entries<N> lists: see the line above)");
+                  "(index_entries<N> lists: see the instantiation line)");
 };
 // E043: an index entry that is neither an integer, a Slice nor an Index.
 template <class Argument, class Given>
 struct getitem_entry {
     static_assert(always_false<Argument>,
                   "[tenon-E043] array_getitem(index...): each index entry is an integer, a Slice(...) or an "
-                  "Index{...} (argument<I> is given_type<T>: see the line above)");
+                  "Index{...} (argument<I> is given_type<T>: see the instantiation line)");
 };
 // E044: the input type is not an array of the kind the function takes.
 template <class Function, class Given>
@@ -114,7 +114,7 @@ struct getitem_input {
     static_assert(always_false<Function>,
                   "[tenon-E044] floats_getitem<A> takes a float array type, ints_getitem<A> an integer array type, "
                   "array_getitem<A> any tenon array type, which it must be given: array_getitem<Floats2d>(...) "
-                  "(function<F> given_type<A>: see the line above)");
+                  "(function<F> given_type<A>: see the instantiation line)");
 };
 }  // namespace check
 
@@ -447,7 +447,7 @@ auto floats_getitem(Args&&... index) {
     using C = check::getitem_check<check::floats_getitem_, In, Args...>;
     if constexpr (!std::is_same_v<C, check::ok>) {
         static_assert(sizeof(C) > 0);  // E040-E044, said here
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return ArrayGetitem<In, detail::getitem_entry_t<Args>...>(
             "floats-getitem", detail::getitem_entry_t<Args>(std::forward<Args>(index))...);
@@ -461,7 +461,7 @@ auto ints_getitem(Args&&... index) {
     using C = check::getitem_check<check::ints_getitem_, In, Args...>;
     if constexpr (!std::is_same_v<C, check::ok>) {
         static_assert(sizeof(C) > 0);  // E040-E044, said here
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return ArrayGetitem<In, detail::getitem_entry_t<Args>...>(
             "ints-getitem", detail::getitem_entry_t<Args>(std::forward<Args>(index))...);
@@ -473,7 +473,7 @@ auto array_getitem(Args&&... index) {
     using C = check::getitem_check<check::array_getitem_, A, Args...>;
     if constexpr (!std::is_same_v<C, check::ok>) {
         static_assert(sizeof(C) > 0);  // E040-E044, said here
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return ArrayGetitem<A, detail::getitem_entry_t<Args>...>(
             "array-getitem", detail::getitem_entry_t<Args>(std::forward<Args>(index))...);

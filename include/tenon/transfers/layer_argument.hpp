@@ -14,6 +14,6 @@ template <class Combinator, class Given>
 struct transfer_layer_argument {
     static_assert(always_false<Combinator>,
                   "[tenon-E049] with_getitem / with_reshape / with_debug: the layer argument must be a tenon model "
-                  "(combinator<F> given not_a_model<T>: see the line above)");
+                  "(combinator<F> given not_a_model<T>: see the instantiation line)");
 };
 }  // namespace tenon::check

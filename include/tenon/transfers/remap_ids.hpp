@@ -38,7 +38,7 @@ struct remap_ids_keys {
     static_assert(always_false<Input>,
                   "[tenon-E048] remap_ids(mapping_table, default_, column): the table's keys must fit the input: "
                   "string keys for Strings, integer keys for an integer array of rank 1 or 2 (Ints1d, Ints2d, "
-                  "Keys1d, Keys2d) (given_type<Input> with key type given_type<Key>: see the line above)");
+                  "Keys1d, Keys2d) (given_type<Input> with key type given_type<Key>: see the instantiation line)");
 };
 }  // namespace check
 
@@ -74,8 +74,8 @@ class RemapIds : public Layer<RemapIds<Key, In>, In, Ints2d> {
 public:
     using Table = std::unordered_map<Key, std::int32_t>;
 
-    RemapIds(Table table, std::int32_t default_, std::optional<std::size_t> column)
-        : Base("remap_ids", {}, {}), table_(std::move(table)), default_(default_), column_(column) {
+    RemapIds(Table table, std::int32_t default_id, std::optional<std::size_t> column)
+        : Base("remap_ids", {}, {}), table_(std::move(table)), default_(default_id), column_(column) {
         constexpr std::size_t rank = detail::remap_input<In>::rank;
         // Thinc fails later (a 2-d row is unhashable, a 1-d array has no column); say it now.
         if (rank == 2 && !column_)
@@ -86,7 +86,7 @@ public:
             throw Error("remap_ids: column " + std::to_string(*column_) +
                             " given but the input has no columns (expected a 2-d input for a column)",
                         "tenon-E183");
-        this->set_fixed_attr("default", std::int64_t{default_});
+        this->set_fixed_attr("default", std::int64_t{default_id});
         if (column_) this->set_fixed_attr("column", static_cast<std::int64_t>(*column_));
         this->mark_initialized();
     }
@@ -221,7 +221,7 @@ auto remap_ids(const Map& mapping_table, std::int32_t default_ = 0, std::optiona
     using I = std::conditional_t<std::is_void_v<In>, detail::remap_default_input<Key>, In>;
     if constexpr (!detail::remap_fits<I, Key>) {
         static_assert(sizeof(check::remap_ids_keys<check::given_type<check::name_t<I>>, check::given_type<Key>>) > 0);
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         typename RemapIds<Key, I>::Table t;
         for (const auto& [k, v] : mapping_table) t.emplace(k, static_cast<std::int32_t>(v));

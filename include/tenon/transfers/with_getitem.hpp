@@ -32,14 +32,14 @@ template <class Element, class Tuple, class Size>
 struct with_getitem_index {
     static_assert(always_false<Element>,
                   "[tenon-E045] with_getitem<I, Tuple>(layer): I must be an element of Tuple, a std::pair or "
-                  "std::tuple (element<I> of tuple_type<T> with tuple_size<N>: see the line above)");
+                  "std::tuple (element<I> of tuple_type<T> with tuple_size<N>: see the instantiation line)");
 };
 // E046: element I of Tuple is not the layer's input type.
 template <class Element, class Expects, class Given>
 struct with_getitem_type {
     static_assert(always_false<Element>,
                   "[tenon-E046] with_getitem<I, Tuple>(layer): element I of Tuple must be the layer's input type "
-                  "(element<I>: the layer expects_type<T> but the tuple holds given_type<U>: see the line above)");
+                  "(element<I>: the layer expects_type<T> but the tuple holds given_type<U>: see the instantiation line)");
 };
 }  // namespace check
 
@@ -163,13 +163,15 @@ private:
 template <std::size_t I, class Tuple, class L>
 auto with_getitem(L&& layer) {
     using D = std::remove_cvref_t<L>;
-    if constexpr (!Model<D>) {
+    if constexpr (is_failed_model<D>) {
+        return failed_model{};  // its error is already said
+    } else if constexpr (!Model<D>) {
         static_assert(sizeof(check::transfer_layer_argument<check::combinator<check::with_getitem_>,
                                                             check::not_a_model<check::name_t<D>>>) > 0);
-        return check::never<check::ok>();
+        return failed_model{};
     } else if constexpr (!std::is_same_v<decltype(check::with_getitem_check_of<I, Tuple, D>()), check::ok>) {
         static_assert(sizeof(decltype(check::with_getitem_check_of<I, Tuple, D>())) > 0);  // E045, E046
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return WithGetitem<I, Tuple, D>(std::forward<L>(layer));
     }

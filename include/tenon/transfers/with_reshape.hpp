@@ -29,7 +29,7 @@ struct with_reshape_layer {
     static_assert(always_false<Layer>,
                   "[tenon-E047] with_reshape(layer): the layer must map Floats2d to Floats2d (it runs on the "
                   "(B * T, N) rows of a Floats3d) (expects_type<Floats2d> -> produces_type<Floats2d>, but the layer "
-                  "given_type<In -> Out>: see the line above)");
+                  "given_type<In -> Out>: see the instantiation line)");
 };
 template <class In, class Out>
 struct maps {};
@@ -143,16 +143,18 @@ private:
 template <class L>
 auto with_reshape(L&& layer) {
     using D = std::remove_cvref_t<L>;
-    if constexpr (!Model<D>) {
+    if constexpr (is_failed_model<D>) {
+        return failed_model{};  // its error is already said
+    } else if constexpr (!Model<D>) {
         static_assert(sizeof(check::transfer_layer_argument<check::combinator<check::with_reshape_>,
                                                             check::not_a_model<check::name_t<D>>>) > 0);
-        return check::never<check::ok>();
+        return failed_model{};
     } else if constexpr (!std::is_same_v<typename D::In, Floats2d> || !std::is_same_v<typename D::Out, Floats2d>) {
         static_assert(sizeof(check::with_reshape_layer<check::model<D>, check::expects_type<check::Floats2d>,
                                                        check::given_type<check::maps<check::name_t<typename D::In>,
                                                                                      check::name_t<typename D::Out>>>>) >
                       0);
-        return check::never<check::ok>();
+        return failed_model{};
     } else {
         return WithReshape<D>(std::forward<L>(layer));
     }

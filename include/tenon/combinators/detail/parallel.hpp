@@ -32,7 +32,7 @@ struct combine_output {
                   "[tenon-E023] add() / concatenate(): the layers' output data type cannot be summed (add) or "
                   "joined along the last axis (concatenate); both take float arrays, Ragged, Padded and List of "
                   "float arrays, concatenate of rank >= 2 (combine_output<Combinator, produces_type<T>>: see the "
-                  "line above)");
+                  "instantiation line)");
 };
 
 // E028: layers that all take one input (add, concatenate, bidirectional) with different
@@ -42,7 +42,7 @@ struct input_widths {
     static_assert(always_false<Combinator>,
                   "[tenon-E028] add() / concatenate() / bidirectional(): every layer gets the same input, so their "
                   "static input widths must be equal (layer<I> expects_width<W> but layer<J> expects_width<V>: see "
-                  "the line above)");
+                  "the instantiation line)");
 };
 
 // E029: a | x, a + x (or x | a, x + a) where one operand is a tenon model and the other is not.
@@ -50,7 +50,7 @@ template <class Operand>
 struct combinator_operand {
     static_assert(always_false<Operand>,
                   "[tenon-E029] a | b, a + b: both operands must be tenon models (layers, combinators or named "
-                  "model types); one is not_a_model<T>: see the line above");
+                  "model types); one is not_a_model<T>: see the instantiation line");
 };
 }  // namespace tenon::check
 

@@ -22,7 +22,7 @@ template <class Layer, class Given>
 struct embed_input {
     static_assert(always_false<Layer>,
                   "[tenon-E052] HashEmbed/Embed<nO, In>: In must be an array of integer ids: Ints1d or Keys1d (one "
-                  "id per row), or Ints2d or Keys2d (the ids in one column) (given_type<T>: see the line above)");
+                  "id per row), or Ints2d or Keys2d (the ids in one column) (given_type<T>: see the instantiation line)");
 };
 }  // namespace check
 

@@ -384,46 +384,46 @@ template <class InnerIn, class InnerOut>
 struct with_array_layer {
     static_assert(always_false<InnerIn>,
                   "[tenon-E030] with_array(layer): the layer must take an array and return an array (e.g. Relu: "
-                  "Floats2d -> Floats2d); it has inner_input<T> and inner_output<U>: see the line above");
+                  "Floats2d -> Floats2d); it has inner_input<T> and inner_output<U>: see the instantiation line");
 };
 template <class InnerIn, class InnerOut>
 struct with_array2d_layer {
     static_assert(always_false<InnerIn>,
                   "[tenon-E031] with_array2d(layer): the layer must take a 2d array and return a 2d array (e.g. "
-                  "Relu: Floats2d -> Floats2d); it has inner_input<T> and inner_output<U>: see the line above");
+                  "Relu: Floats2d -> Floats2d); it has inner_input<T> and inner_output<U>: see the instantiation line");
 };
 template <class InnerIn, class InnerOut>
 struct with_padded_layer {
     static_assert(always_false<InnerIn>,
                   "[tenon-E032] with_padded(layer): the layer must take a Padded and return a Padded; it has "
-                  "inner_input<T> and inner_output<U>: see the line above");
+                  "inner_input<T> and inner_output<U>: see the instantiation line");
 };
 template <class InnerIn, class InnerOut>
 struct with_ragged_layer {
     static_assert(always_false<InnerIn>,
                   "[tenon-E033] with_ragged(layer): the layer must take a Ragged and return a Ragged; it has "
-                  "inner_input<T> and inner_output<U>: see the line above");
+                  "inner_input<T> and inner_output<U>: see the instantiation line");
 };
 template <class InnerIn, class InnerOut>
 struct with_list_layer {
     static_assert(always_false<InnerIn>,
                   "[tenon-E034] with_list(layer): the layer must take a List of arrays and return a List of arrays "
                   "(e.g. List<Floats2d> -> List<Floats2d>); it has inner_input<T> and inner_output<U>: see the "
-                  "line above");
+                  "instantiation line");
 };
 template <class InnerIn, class InnerOut>
 struct with_flatten_layer {
     static_assert(always_false<InnerIn>,
                   "[tenon-E035] with_flatten(layer): the layer must take a List of arrays and return a List of "
-                  "arrays (one per item); it has inner_input<T> and inner_output<U>: see the line above");
+                  "arrays (one per item); it has inner_input<T> and inner_output<U>: see the instantiation line");
 };
 // E036: the input kind named is not one the wrapper takes for this layer.
 template <class Wrapper, class Given, class Accepts>
 struct transfer_kind {
     static_assert(always_false<Wrapper>,
                   "[tenon-E036] with_...<Kind>(layer): Kind, the model's input type, is not one this wrapper "
-                  "takes for this layer (given_type<Kind>; accepts<...> lists the types it takes: see the line "
-                  "above)");
+                  "takes for this layer (given_type<Kind>; accepts<...> lists the types it takes: see the instantiation "
+                  "line)");
 };
 // E037: no input kind named.
 template <class Wrapper, class Accepts>
@@ -431,14 +431,14 @@ struct transfer_kind_missing {
     static_assert(always_false<Wrapper>,
                   "[tenon-E037] with_...(layer): name the model's input type, e.g. with_array<Ragged>(layer) or "
                   "with_list<Padded>(layer); the output is of the same kind (accepts<...> lists the types this "
-                  "layer allows: see the line above)");
+                  "layer allows: see the instantiation line)");
 };
 // E038: the argument is not a tenon model.
 template <class Wrapper, class Argument>
 struct transfer_argument {
     static_assert(always_false<Wrapper>,
                   "[tenon-E038] with_...(layer): the argument must be a tenon model (layer, combinator or named "
-                  "model type); it is not_a_model<T>: see the line above");
+                  "model type); it is not_a_model<T>: see the instantiation line");
 };
 // E039: a transfer layer's element type is not one it converts.
 template <class Transfer, class Given, class Expects>
@@ -446,7 +446,7 @@ struct transfer_element {
     static_assert(always_false<Transfer>,
                   "[tenon-E039] list2array<A>(), list2ragged<A>(), list2padded<A>(), ragged2list<A>(), "
                   "padded2list<A>(): A is the array type of one sequence (given_type<A>, expects_type<...>: see "
-                  "the line above)");
+                  "the instantiation line)");
 };
 }  // namespace check
 
@@ -470,7 +470,9 @@ constexpr bool wrapper_ok() {
 template <template <class> class Sig, class D, class Kind>
 auto wrapper_failure() {
     using Which = typename wrapper_name<Sig>::type;
-    if constexpr (!Model<D>)
+    if constexpr (is_failed_model<D>) {
+        // a failed model's error is already said (model/failed_model.hpp)
+    } else if constexpr (!Model<D>)
         static_assert(sizeof(check::transfer_argument<Which, check::not_a_model<check::name_t<D>>>) > 0);
     else if constexpr (!Sig<D>::layer_ok)
         static_assert(sizeof(typename Sig<D>::layer_check) > 0);
@@ -479,7 +481,7 @@ auto wrapper_failure() {
     else
         static_assert(
             sizeof(check::transfer_kind<Which, check::given_type<check::name_t<Kind>>, typename Sig<D>::accepts>) > 0);
-    return check::never<check::ok>();
+    return failed_model{};
 }
 }  // namespace detail::xfer
 

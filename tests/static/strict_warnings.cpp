@@ -1,0 +1,79 @@
+// A user's TU built with every common warning as an error (tests/meson.build compiles it with
+// -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wmissing-field-initializers
+// -Werror at -O2, with g++ and clang++): including tenon and instantiating what a program uses
+// (an MLP, a spaCy-like tok2vec + tagger, training, prediction, plans, files, transfers,
+// reductions, options given by designated initialisers) must give no warning.
+#include <tenon/tenon.hpp>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+using namespace tenon;
+
+namespace {
+
+auto mlp() {
+    return Relu<64>({.dropout = 0.1, .normalize = true}) >> residual(Maxout<64, 64>({.nP = 3})) >>
+           LayerNorm<64>() >> Dropout(0.1) >> Softmax<10>({.temperature = 1.0});
+}
+
+auto tagger() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.0, .normalize = true};
+    auto embed = list2ragged<Ints2d>() >>
+                 with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<32>(500, 8u, 0, 0.0),
+                                                             HashEmbed<32>(500, {.seed = 9u, .column = 1}))) >>
+                 with_array<Ragged>(Maxout<32>(maxout)) >> ragged2list();
+    auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<32>(maxout)), 2), 2);
+    return embed >> encode >> with_array<List<Floats2d>>(Softmax<5>());
+}
+
+auto textcat() {
+    return list2ragged<Ints2d>() >> with_array<BasicRagged<Ints2d>>(Embed<16>(100, {.column = 0})) >>
+           reduce_mean() >> Softmax<3>();
+}
+
+}  // namespace
+
+int main() {
+    Floats2d X({8, 20});
+    for (std::size_t i = 0; i < X.size(); ++i) X.data()[i] = float(i % 7) * 0.1f;
+    Floats2d Y({8, 10});
+    for (std::size_t i = 0; i < 8; ++i) Y(i, i % 10) = 1.0f;
+
+    auto m = mlp();
+    m.initialize(X, Y);
+    Optimizer opt = Adam({.learn_rate = 0.001, .grad_clip = 1.0});
+    for (auto [Xb, Yb] : multibatch(4, X, Y)) {
+        auto [Yh, backprop] = m.begin_update(Xb);
+        backprop(CategoricalCrossentropy().get_grad(Yh, Yb));
+        m.finish_update(opt);
+    }
+    auto plan = lower(m);
+    Floats2d P = plan.predict(X);
+    const std::vector<std::uint8_t> bytes = m.to_bytes();
+    m.from_bytes(bytes);
+
+    List<Ints2d> docs;
+    for (std::size_t d = 0; d < 3; ++d) {
+        Ints2d ids({d + 2, 2});
+        for (std::size_t i = 0; i < ids.size(); ++i) ids.data()[i] = std::int32_t(i * 37 + d);
+        docs.push_back(std::move(ids));
+    }
+    auto t = tagger();
+    t.initialize(docs);
+    auto [Yt, backprop_t] = t.begin_update(docs);
+    backprop_t(Yt);
+    t.finish_update(opt);
+    const List<Floats2d> tags = t.predict(docs);
+
+    auto c = textcat();
+    c.initialize(docs);
+    const Floats2d cats = c.predict(docs);
+
+    auto remap = remap_ids(std::unordered_map<std::int64_t, std::int32_t>{{5, 1}, {7, 2}}, 0);
+    (void)remap;
+    return int(P.shape(0) + tags.size() + cats.shape(0)) == 0;
+}
