@@ -56,6 +56,9 @@ Node& Node::operator=(const Node& o) {
     return *this;
 }
 
+Node::~Node() = default;
+Node::Node(Node&&) noexcept = default;
+
 Node& Node::operator=(Node&& o) noexcept {
     if (this != &o) {
         name_ = std::move(o.name_);

@@ -1303,11 +1303,11 @@ private:
 
 std::vector<std::uint8_t> to_thinc_bytes(const Node& model) { return Exporter(model).run(); }
 
-void to_thinc_disk(const Node& model, const std::filesystem::path& path) {
+void to_thinc_disk(const Node& model, const std::string& path) {
     const std::vector<std::uint8_t> bytes = to_thinc_bytes(model);
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     if (f) f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw Error("to_thinc_disk: cannot write " + in_quotes(path.string()), "tenon-E216");
+    if (!f) throw Error("to_thinc_disk: cannot write " + in_quotes(path), "tenon-E216");
 }
 
 std::vector<std::uint8_t> to_thinc_bytes(const Node& model, std::span<const std::uint8_t> like) {
@@ -1352,11 +1352,11 @@ void from_thinc_bytes(Node& model, std::span<const std::uint8_t> data) {
     match.apply(model);
 }
 
-void from_thinc_disk(Node& model, const std::filesystem::path& path) {
+void from_thinc_disk(Node& model, const std::string& path) {
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw LoadError("from_thinc_disk: cannot open " + in_quotes(path.string()), "tenon-E216");
+    if (!f) throw LoadError("from_thinc_disk: cannot open " + in_quotes(path), "tenon-E216");
     std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (f.bad()) throw LoadError("from_thinc_disk: cannot read " + in_quotes(path.string()), "tenon-E216");
+    if (f.bad()) throw LoadError("from_thinc_disk: cannot read " + in_quotes(path), "tenon-E216");
     from_thinc_bytes(model, bytes);
 }
 

@@ -10,21 +10,19 @@ namespace tenon {
 
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& message, std::string id = {})
-        : std::runtime_error(id.empty() ? message : "[" + id + "] " + message),
-          id_(std::move(id)),
-          message_(message),
-          what_(std::runtime_error::what()) {}
+    // (The constructors and setters are defined in src/error.cpp: a throw site in a header
+    // then compiles to a call.)
+    explicit Error(const std::string& message, std::string id = {});
+    Error(const Error&);
+    Error& operator=(const Error&);
+    ~Error() override;
     const std::string& id() const noexcept { return id_; }
     const char* what() const noexcept override { return what_.c_str(); }
     // The message without the "[id] " prefix.
     const std::string& message() const noexcept { return message_; }
     // Replaces the message (the id stays, and so does the exception's type): the model's
     // entry points use it to name the node that threw by its path from the model called.
-    void set_message(std::string message) {
-        message_ = std::move(message);
-        what_ = id_.empty() ? message_ : "[" + id_ + "] " + message_;
-    }
+    void set_message(std::string message);
     // Where in the model the error arose ("chain>1>clone>0>residual>chain>1>maxout"), when a
     // model's entry point (initialize, predict, begin_update, operator()) saw it; else "".
     const std::string& node_path() const noexcept { return node_path_; }
@@ -56,15 +54,8 @@ public:
 
 namespace detail {
 // Small helper so message building stays readable at the throw sites.
-inline std::string dim_str(std::size_t v) {
-    return v == static_cast<std::size_t>(-1) ? std::string("dyn") : std::to_string(v);
-}
-[[noreturn]] inline void throw_width(std::string_view layer, std::string_view what,
-                                     std::size_t expected, std::size_t found,
-                                     const char* id = "tenon-E101") {
-    throw ShapeError(std::string(layer) + ": " + std::string(what) + ": expected width " +
-                         dim_str(expected) + " but found " + dim_str(found),
-                     id);
-}
+std::string dim_str(std::size_t v);  // "dyn" or the number
+[[noreturn]] void throw_width(std::string_view layer, std::string_view what, std::size_t expected,
+                              std::size_t found, const char* id = "tenon-E101");
 }  // namespace detail
 }  // namespace tenon

@@ -1,7 +1,8 @@
 // Deep and unusual chains: a chain of 120 layers (the loop over a table of per-type functions
 // that runs homogeneous chains) against its layers called one by one, the recursive path of
 // a chain whose data type changes, chains built from lvalue and rvalue chains, and the
-// FlatTuple that holds the layers (copy, move, assignment, structured bindings).
+// store that holds the layers (copy, move, assignment, structured bindings, a >> that takes an
+// rvalue chain's layers over and the moved-from chain's tenon-E118).
 // (A 500-layer chain and its diagnostics: tests/meson.build's deep_chain tests, and
 // bench/compile/run.py for the compile times.)
 #include <catch2/catch.hpp>
@@ -170,4 +171,46 @@ TEST_CASE("a chain's layers copy, move and assign as a whole", "[chain]") {
     auto longer = chain(std::move(moved), Dropout(0.1));
     CHECK(longer.is_initialized());
     CHECK(same(longer.predict(X), P));
+}
+
+TEST_CASE("a >> b takes an rvalue chain's layers over; a moved-from chain says so when used", "[chain]") {
+    const Floats2d X = random_array(4, 3, 5);
+    auto a = Relu<8>() >> Mish<8>();
+    a.initialize(X);
+    const Node* relu = &a.layer<0>();
+    const Floats2d P = a.predict(X);
+
+    // The layers move with the store: the same objects, at the same addresses.
+    auto b = std::move(a) >> Dropout(0.0);
+    STATIC_REQUIRE(std::is_same_v<decltype(b), Chain<Relu<8>, Mish<8, 8>, Dropout>>);
+    CHECK(&b.layer<0>() == relu);
+    CHECK(b.is_initialized());
+    CHECK(same(b.predict(X), P));
+    CHECK(b.name() == "relu>>mish>>dropout");
+
+    // The chain they left has no layers: a named error, not a read of nothing.
+    CHECK_THROWS_WITH(a.predict(X), Catch::Matchers::Contains("tenon-E118") && Catch::Matchers::Contains("moved"));
+    CHECK_THROWS_WITH(a.initialize(X), Catch::Matchers::Contains("tenon-E118"));
+    CHECK_THROWS_WITH(a.begin_update(X), Catch::Matchers::Contains("tenon-E118"));
+    CHECK(a.walk().size() == 1);  // itself, no children
+    // ... and is usable again once assigned a chain.
+    a = chain(Relu<8>(), Mish<8>());
+    a.initialize(X);
+    CHECK(a.predict(X).shape(1) == 8);
+
+    // An lvalue chain on the left is copied: it keeps its layers.
+    auto c = b >> Relu<4>();
+    CHECK(&c.layer<0>() != &b.layer<0>());
+    CHECK(same(b.predict(X), P));
+
+    // A copy assigned over a moved-from chain of the same type, and a long >> expression.
+    auto d = std::move(c);
+    c = d;
+    CHECK(c.layer<3>().id() != d.layer<3>().id());
+    auto e = Relu<8>() >> Relu<8>() >> Relu<8>() >> Relu<8>() >> Relu<8>() >> Relu<8>() >> Relu<8>() >> Relu<8>() >>
+             Relu<8>() >> Relu<8>() >> Relu<8>() >> Relu<8>() >> Softmax<3>();
+    e.initialize(X);
+    const Floats2d Q = e.predict(X);
+    CHECK(Q.shape(1) == 3);
+    CHECK(e.walk().size() == 14);
 }

@@ -4,10 +4,12 @@
 //
 // Compile time (bench/compile/run.py measures a 500-layer chain): nothing here recurses
 // over the layers or folds over them (clang nests a fold as deep as its pack and stops at
-// 256). The layers live in a FlatTuple (one buffer; its constructor, destructor, copy and
-// move are loops over tables of per-type functions); the checks and width propagation are
-// constexpr loops over plain arrays; a new chain's layers are moved or copied in place
-// through a table of per-type functions; initialize, predict, the forward pass and the
+// 256). The layers live in a ChainStore (detail/chain_store.hpp: each layer on the heap behind
+// a table of its type's operations; the store's special members are compiled once, in the
+// library, and `chain >> layer` takes over the chain's store, so each step of a >> b >> ...
+// compiles a constant amount of code); the checks and width propagation are constexpr loops
+// over plain arrays; a new chain's layers are moved or copied through a table of per-type
+// functions; initialize, predict, the forward pass and the
 // backprop of a chain whose layers all output one data type (every dense stack) are
 // run-time loops over tables with one function per distinct layer *type*, not per
 // position: a 500-layer chain of five layer types compiles five small functions and a
@@ -28,7 +30,8 @@
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
 #include "tenon/lower/engine.hpp"  // after the model headers: a diagnostic's include trace stays short
-#include "tenon/util/flat_tuple.hpp"
+#include "tenon/combinators/detail/chain_store.hpp"
+#include "tenon/util/flat_tuple.hpp"  // the backprops of the layers
 #include "tenon/util/pack.hpp"
 
 namespace tenon {
@@ -102,6 +105,14 @@ namespace detail {
 template <class T>
 inline constexpr char type_tag = 0;
 
+// A layer type's input and output data types, as one variable (one pack expansion below).
+struct io_tags {
+    const void* in;
+    const void* out;
+};
+template <class L>
+inline constexpr io_tags io_tags_v{&type_tag<typename L::In>, &type_tag<typename L::Out>};
+
 // The first layer whose input data type is not the output type of the layer before it, or
 // N if none (a constexpr loop over a table, not a recursive instantiation).
 template <class... Ls>
@@ -110,10 +121,9 @@ constexpr std::size_t first_type_mismatch() {
     if constexpr (n < 2) {
         return n;
     } else {
-        const void* const outs[] = {&type_tag<typename Ls::Out>...};
-        const void* const ins[] = {&type_tag<typename Ls::In>...};
+        const io_tags tags[] = {io_tags_v<Ls>...};
         for (std::size_t i = 1; i < n; ++i)
-            if (ins[i] != outs[i - 1]) return i;
+            if (tags[i].in != tags[i - 1].out) return i;
         return n;
     }
 }
@@ -209,23 +219,18 @@ struct chain_step {
 
 // A layer's Node, from the layer's address.
 using chain_node_fn = Node* (*)(void*) noexcept;
-template <class L>
-Node* chain_as_node(void* l) noexcept {
-    return static_cast<L*>(l);
-}
-
-// Making the layers of a new chain in place, from the layers given to chain(): layer T at
-// `to` from S at `from`, moved or copied (a copy is a new node with a new id), and converted
-// to T where width propagation rebound S's nI. One function per (T, S, Move), shared by every
-// position and every chain.
+// Making the layers of a new chain, from the layers given to chain(): layer T from S at
+// `from`, moved or copied (a copy is a new node with a new id), and converted to T where
+// width propagation rebound S's nI. One function per (T, S, Move), shared by every position
+// and every chain.
 template <class T, class S, bool Move>
-void chain_make_layer(void* to, void* from) {
+LayerEntry chain_make_layer(void* from) {
     S& s = *static_cast<S*>(from);
-    if constexpr (Move) ::new (to) T(std::move(s));
-    else if constexpr (std::is_same_v<S, T>) ::new (to) T(std::as_const(s));
-    else ::new (to) T(S(std::as_const(s)));
+    if constexpr (Move) return make_layer_entry<T>(std::move(s));
+    else if constexpr (std::is_same_v<S, T>) return make_layer_entry<T>(std::as_const(s));
+    else return make_layer_entry<T>(S(std::as_const(s)));
 }
-using chain_make_fn = void (*)(void*, void*);
+using chain_make_fn = LayerEntry (*)(void*);
 
 template <class... Ts>
 struct type_list {};
@@ -248,13 +253,18 @@ struct chain_all_moved {
     static constexpr All move{};
 };
 
-// What FlatTuple's from_source constructor takes: layer i is make[i](address, from[i]).
+// The layers of a new chain: layer i is make[i](from[i]).
 template <std::size_t N>
 struct chain_source {
     const chain_make_fn* make;
     std::array<void*, N> from;
-    void construct(std::size_t i, void* to) const { make[i](to, from[i]); }
+    LayerEntry entry(std::size_t i) const { return make[i](from[i]); }
 };
+// The chain constructor that appends one layer to another chain's layers (chain >> layer).
+struct append_t {
+    explicit append_t() = default;
+};
+inline constexpr append_t append{};
 
 // The tables of a homogeneous chain: entry i is for layer i + 1 (the first layer, which may
 // take another data type, is called directly).
@@ -313,11 +323,11 @@ public:
     using typename Base::InView;
     using typename Base::Out;
     using typename Base::OutView;
-    // The layers, in a tuple-like FlatTuple: get<I>(layers), auto& [a, b] = layers.
-    using Layers = FlatTuple<Ls...>;
+    // The layers, tuple-like: get<I>(layers), auto& [a, b] = layers.
+    using Layers = ChainLayers<Ls...>;
     static constexpr std::size_t static_nI = flow.first_in;
     static constexpr std::size_t static_nO = flow.outgoing;
-    static constexpr bool width_preserving = all_true<detail::width_preserving<Ls>...>;
+    static constexpr bool width_preserving = flow.all_keep;
 
     // From the layers, or from layers that convert to them (the same layers before static
     // width propagation rebound their nI).
@@ -331,26 +341,27 @@ public:
                   {static_cast<void*>(&std::get<I>(layers))...}};
           }(std::make_index_sequence<N>{})) {}
 
-    // Layer i is made in place by src.construct(i, address) (how chain() builds a chain).
+    // Layer i is src.entry(i) (how chain() builds a chain).
     template <class Src>
-    Chain(detail::from_source_t tag, const Src& src)
-        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(tag, src) {
-        bool all_initialized = true;
-        for (const Node* n : children()) {
-            if (!this->name_.empty()) this->name_ += ">>";
-            this->name_ += n->name();
-            all_initialized = all_initialized && n->is_initialized();
-        }
-        // A chain of initialised layers (e.g. trained ones) is ready to use: initialize()
-        // would draw new weights.
-        if (all_initialized) {
-            sync_dims();
-            this->mark_initialized();
-        } else {
-            // The widths its layers already know from their options (where the types leave
-            // the chain's dyn), for the models around it to read before initialize.
-            sync_dims(static_nI == dyn, static_nO == dyn);
-        }
+    Chain(detail::from_source_t, const Src& src)
+        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(N) {
+        for (std::size_t i = 0; i < N; ++i) layers_.push(src.entry(i));
+        finish_construction();
+    }
+    // `prefix`'s layers, taken over (it is left empty), then `last` moved or copied in as the
+    // last layer's type (chain >> layer: a constant amount of code per step).
+    template <class... Ps, class M>
+    Chain(detail::append_t, ChainLayers<Ps...>&& prefix, M&& last)
+        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(std::move(prefix), 1) {
+        using T = type_at_t<N - 1, Ls...>;
+        using S = std::remove_cvref_t<M>;
+        if constexpr (std::is_rvalue_reference_v<M&&> && !std::is_const_v<std::remove_reference_t<M>>)
+            layers_.push(detail::make_layer_entry<T>(std::move(last)));
+        else if constexpr (std::is_same_v<S, T>)
+            layers_.push(detail::make_layer_entry<T>(std::as_const(last)));
+        else
+            layers_.push(detail::make_layer_entry<T>(S(std::as_const(last))));
+        finish_construction();
     }
 
     // The i-th child, typed.
@@ -368,7 +379,7 @@ public:
     Layers&& layers() && noexcept { return std::move(layers_); }
 
     void for_each_child(const std::function<void(Node&)>& f) override {
-        for (Node* n : children()) f(*n);
+        for (std::size_t i = 0; i < layers_.count(); ++i) f(*layers_.node(i));
     }
 
     // Whether the last predict / begin_update ran through the model's plan (lower/engine.hpp).
@@ -408,31 +419,29 @@ public:
     };
 
 private:
-    // The children as Nodes, in order.
-    std::array<Node*, N> children() noexcept {
-        static constexpr std::array<detail::chain_node_fn, N> as_node{&detail::chain_as_node<Ls>...};
+    // The children as Nodes, in order (a chain whose layers were moved out has none: E118).
+    std::array<Node*, N> children() {
+        require_layers();
         std::array<Node*, N> nodes;
-        for (std::size_t i = 0; i < N; ++i) nodes[i] = as_node[i](layers_.address(i));
+        for (std::size_t i = 0; i < N; ++i) nodes[i] = layers_.node(i);
         return nodes;
+    }
+    void require_layers() const {
+        if (layers_.empty()) [[unlikely]]
+            detail::throw_moved_chain(this->name());
+    }
+    // The name (the layers' names joined by >>) and the widths the layers already know
+    // (src/chain_store.cpp: the same code for every chain type).
+    void finish_construction() {
+        detail::ChainOps::finish(*this, layers_, nI_from, y_from, static_nI == dyn, static_nO == dyn);
     }
 
     // Thinc's inference without its guesses: each layer is initialised on the output of the
     // ones before it (or, without a sample, on the last known width); Y reaches only the last
     // layer that changes the width and the width-preserving ones after it (e.g. a final
     // Dropout), never a hidden layer.
-    static constexpr std::size_t y_from = [] {
-        const bool keeps[] = {detail::width_preserving<Ls>..., false};
-        std::size_t k = 0;
-        for (std::size_t i = 0; i < N; ++i)
-            if (!keeps[i]) k = i;
-        return k;
-    }();
-    static constexpr std::size_t nI_from = [] {
-        const bool keeps[] = {detail::width_preserving<Ls>..., false};
-        for (std::size_t i = 0; i < N; ++i)
-            if (!keeps[i]) return i;
-        return std::size_t{0};
-    }();
+    static constexpr std::size_t y_from = flow.last_changer;
+    static constexpr std::size_t nI_from = flow.first_changer;
 
     void init_impl(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y) {
         const auto nodes = children();
@@ -482,18 +491,12 @@ private:
     // itself (set_dim, or the model around it) stands until sync_dims: initialize compares it
     // with the layer's (tenon-E101) and then the chain follows its layers again.
     Node* dim_owner(std::string_view name) noexcept override {
-        const auto nodes = children();
-        if (name == "nI") return nodes[nI_from];
-        if (name == "nO") return nodes[y_from];
+        if (layers_.empty()) return nullptr;
+        if (name == "nI") return layers_.node(nI_from);
+        if (name == "nO") return layers_.node(y_from);
         return nullptr;
     }
-    void sync_dims(bool nI = true, bool nO = true) {
-        const auto nodes = children();
-        const Node& first = *nodes[nI_from];
-        const Node& last = *nodes[y_from];
-        if (nI && first.has_dim("nI")) this->follow_dim("nI");
-        if (nO && last.has_dim("nO")) this->follow_dim("nO");
-    }
+    void sync_dims() { detail::ChainOps::sync_dims(*this, layers_, nI_from, y_from, true, true); }
 
     // The recursive walk, for chains whose data type changes along the way.
     template <std::size_t I, class XV>
@@ -518,6 +521,7 @@ private:
     // The model the user called runs through its plan (lower/engine.hpp) where it has one;
     // a chain inside another model runs its layers (the outer plan walks into it).
     Out predict_impl(InView X) const {
+        require_layers();
         if (detail::entry_depth == 1) {
             Out Y;
             if (lowering::engine_predict(*this, engine_, X, Y)) return Y;
@@ -540,6 +544,7 @@ private:
     }
 
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
+        require_layers();
         Backprop bp;
         if (is_train && detail::entry_depth == 1) {
             Out Y;
@@ -705,8 +710,19 @@ C make_checked_chain(Ms&&... ms) {
     return C(from_source, src);
 }
 
+// chain(rvalue chain, layer), each step of a >> b >> c >> ...: the new chain takes the old
+// one's store over and appends the layer (no table over the layers, no per-layer code).
 template <class... Ms>
-auto make_chain(Ms&&... ms) {
+inline constexpr bool chain_appends = false;
+template <class... Ls, class M>
+    requires(!is_chain_v<std::remove_cvref_t<M>> && !widths::flow<Ls...>::value.rebinds)
+inline constexpr bool chain_appends<Chain<Ls...>, M> = true;
+
+// (Not inlined: `l0 >> l1 >> ... >> l99` is one full-expression whose temporaries live to its
+// end; inlined, every step's code lands in the caller, and GCC's points-to analysis is
+// superlinear in a function's size: 85 s instead of 26 s for 100 layers at -O2.)
+template <class... Ms>
+[[gnu::noinline]] auto make_chain(Ms&&... ms) {
     using Args = chain_args<Ms...>;
     using C = typename chain_type_of<Args, std::remove_cvref_t<Ms>...>::type;
     using Check = chain_check_of<typename chain_layers<C>::list>;
@@ -714,6 +730,10 @@ auto make_chain(Ms&&... ms) {
         static_assert(sizeof(typename Check::types) > 0);   // E002
         static_assert(sizeof(typename Check::width_check) > 0);  // E001
         return failed_model{};
+    } else if constexpr (chain_appends<Ms...>) {
+        return [](auto&& prefix, auto&& last) {
+            return C(append, std::move(prefix).layers(), std::forward<decltype(last)>(last));
+        }(std::forward<Ms>(ms)...);
     } else {
         return make_checked_chain<Args, C>(std::forward<Ms>(ms)...);
     }

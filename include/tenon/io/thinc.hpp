@@ -12,9 +12,11 @@
 // (ids tenon-E210 ... tenon-E218) naming the node by its tenon path, leaving the model as it
 // was. Writing refuses (tenon-E215) a model with a node that has no Thinc counterpart.
 #pragma once
+// (Paths are std::string, as Node::to_disk: <filesystem> would add about a second of
+// compile time to every translation unit that includes tenon.)
 #include <cstdint>
-#include <filesystem>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tenon/io/state.hpp"
@@ -25,7 +27,7 @@ namespace tenon {
 // The bytes Thinc's `model.to_bytes()` would write for this model (msgpack, srsly's numpy
 // encoding), in the tree Thinc's constructors build for the same architecture.
 std::vector<std::uint8_t> to_thinc_bytes(const Node& model);
-void to_thinc_disk(const Node& model, const std::filesystem::path& path);
+void to_thinc_disk(const Node& model, const std::string& path);  // (a std::filesystem::path converts)
 // The same, in the tree of another Thinc file of this architecture (`like`: the to_bytes()
 // of the Thinc model the bytes are for, trained or not), for a Thinc model spelled otherwise
 // than with one chain(...) per tenon chain, e.g. spaCy's chain(chain(embed, encode), ...).
@@ -35,6 +37,6 @@ std::vector<std::uint8_t> to_thinc_bytes(const Node& model, std::span<const std:
 // Loads the bytes of Thinc's `model.to_bytes()` (or a file written by `to_disk`) into the
 // equivalent tenon model, initialised or not: dims, parameters, attributes and references.
 void from_thinc_bytes(Node& model, std::span<const std::uint8_t> data);
-void from_thinc_disk(Node& model, const std::filesystem::path& path);
+void from_thinc_disk(Node& model, const std::string& path);
 
 }  // namespace tenon

@@ -108,12 +108,13 @@ struct ParamDecl {
 
 namespace detail {
 struct NodeAccess;  // the loader's way in (src/serialize.cpp)
+struct ChainOps;    // a chain's type-independent parts (src/chain_store.cpp)
 struct ModelApi;    // copy / replace_node / remove_node (src/model_api.cpp)
 }
 
 class Node {
 public:
-    virtual ~Node() = default;
+    virtual ~Node();  // (out of line, like the moves: not compiled again in every user's file)
 
     const std::string& name() const noexcept { return name_; }
     std::uint64_t id() const noexcept { return id_; }
@@ -271,7 +272,7 @@ protected:
          std::initializer_list<ParamDecl> params);
     Node(const Node& other);  // a copy is a new node: it gets a new id
     Node& operator=(const Node& other);
-    Node(Node&&) noexcept = default;  // a move keeps the id
+    Node(Node&&) noexcept;  // a move keeps the id
     Node& operator=(Node&& other) noexcept;
 
     // Fast typed access for layer code.
@@ -330,6 +331,7 @@ private:
     const Ops* ops_ = &current_ops();
     bool initialized_ = false;
     friend struct detail::NodeAccess;
+    friend struct detail::ChainOps;
     friend struct detail::ModelApi;
 };
 

@@ -44,6 +44,15 @@ inline constexpr std::size_t static_nO_v = static_nO<L>();
 template <class L>
 inline constexpr std::size_t static_nI_v = static_nI<L>();
 
+// All of a layer type's width traits, as one variable (flow reads one table of them: a single
+// pack expansion per chain type instead of one per trait).
+struct Traits {
+    std::size_t nO = dyn, nI = dyn;
+    bool keeps = false, rebind = false, follows = false;
+};
+template <class L>
+inline constexpr Traits traits_v{static_nO<L>(), static_nI<L>(), width_preserving<L>, rebindable<L>, nO_is_nI<L>};
+
 // L with its dyn nI made W, where L can be rebound; otherwise L.
 template <class L, std::size_t W>
 struct rebind_nI {
@@ -70,25 +79,30 @@ struct flow {
         std::size_t outgoing = dyn;  // the static width of the sequence's output, or dyn
         std::size_t first_in = dyn;  // the static input width of the sequence, or dyn
         bool rebinds = false;        // whether some layer gets a static nI (rebind_nI)
+        // The first and the last layer that change the width (0 and the last changer, or 0,
+        // when none does): a chain's nI and nO are theirs.
+        std::size_t first_changer = 0, last_changer = 0;
+        bool all_keep = true;  // every layer keeps the width (LayerNorm, Dropout, ...)
     };
     static constexpr Result value = [] {
         Result r;
         // (One element more than the layers, so that no array is empty.)
-        const std::size_t outs[] = {static_nO_v<Ls>..., dyn};
-        const std::size_t ins[] = {static_nI_v<Ls>..., dyn};
-        const bool keeps[] = {width_preserving<Ls>..., false};
-        const bool rebind[] = {rebindable<Ls>..., false};
-        const bool follows[] = {nO_is_nI<Ls>..., false};
+        const Traits t[] = {traits_v<Ls>..., Traits{}};
         std::size_t w = dyn, from = 0;
         bool seen_width_changer = false;
         for (std::size_t i = 0; i < N; ++i) {
             r.incoming[i] = w;
-            std::size_t in = ins[i];
-            if (in == dyn && rebind[i]) {
+            std::size_t in = t[i].nI;
+            if (in == dyn && t[i].rebind) {
                 in = w;
                 if (w != dyn) r.rebinds = true;
             }
-            if (!seen_width_changer && !keeps[i]) {
+            if (!t[i].keeps) {
+                if (!seen_width_changer) r.first_changer = i;
+                r.last_changer = i;
+                r.all_keep = false;
+            }
+            if (!seen_width_changer && !t[i].keeps) {
                 seen_width_changer = true;
                 r.first_in = in;
             }
@@ -98,12 +112,12 @@ struct flow {
                 r.producer = from;
                 r.produces = w;
             }
-            std::size_t out = outs[i];
-            if (out == dyn && follows[i]) out = in;
+            std::size_t out = t[i].nO;
+            if (out == dyn && t[i].follows) out = in;
             if (out != dyn) {
                 w = out;
                 from = i;
-            } else if (!keeps[i]) {
+            } else if (!t[i].keeps) {
                 w = dyn;
             }
         }
