@@ -13,6 +13,11 @@ BENCH_ANCHORS := bench/libtorch_bench bench/dlib_bench
 # make fuzz: clang++ 14 and libFuzzer (Debian's libclang-rt-14-dev).
 FUZZ_DEPS := clang libclang-rt-14-dev
 FUZZ_RUNS ?= 1000000
+# Parallel compile jobs: the cores, but no more than one per GiB of available memory (a
+# template-heavy test file takes up to about 1 GiB in g++). `make JOBS=1 ...` to override.
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); \
+  m=$$(awk '/MemAvailable/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null || echo $$n); \
+  [ "$$m" -lt "$$n" ] && n=$$m; [ "$$n" -lt 1 ] && n=1; echo $$n)
 
 .PHONY: all deps bench-deps build test test-tsan test-sanitize fuzz demo demo-serve bench bench-compile clean
 
@@ -28,7 +33,7 @@ $(BUILD)/build.ninja:
 	meson setup $(BUILD) --buildtype=release
 
 build: deps $(BUILD)/build.ninja
-	ninja -C $(BUILD)
+	ninja -C $(BUILD) -j $(JOBS)
 
 test: build
 	@$(PY) tests/run_tests.py $(BUILD)
@@ -90,7 +95,9 @@ soak: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) bench/soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $(BUILD)/bench/soak
 
-demo: build
+# Only what the demo needs (the library and the example), not the tests.
+demo: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j $(JOBS) examples/mnist_mlp
 	$(BUILD)/examples/mnist_mlp 2
 
 # Model files (docs/serialization.md): train a word-language identifier on Debian's word

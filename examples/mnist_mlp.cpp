@@ -29,6 +29,8 @@ static double accuracy(const Floats2d& P, const Ints1d& labels) {
 int main(int argc, char** argv) {
     const int epochs = argc > 1 ? std::atoi(argv[1]) : 2;
     const std::string dir = argc > 2 ? argv[2] : fashion_mnist_dir;
+    // Results (stdout) and progress (stderr) in the order they happen, in a log too.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     try {
         fix_random_seed(0);
         Dataset data = load_fashion_mnist(dir);
@@ -67,7 +69,7 @@ int main(int argc, char** argv) {
                 if (tty && (done % 47 == 0 || done == total))  // a bar that redraws itself
                     std::fprintf(stderr, "\repoch %d [%-20s] %3zu%%", epoch,
                                  std::string(20 * done / total, '#').c_str(), 100 * done / total);
-                else if (!tty && done % std::max<std::size_t>(total / 4, 1) == 0 && done < total)  // logs get a line per quarter
+                else if (!tty && 4 * done / total != 4 * (done - 1) / total)  // logs: a line per quarter, the last at 100%
                     std::fprintf(stderr, "epoch %d: %zu%% of %zu batches\n", epoch, 100 * done / total, total);
             }
             const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
