@@ -3,7 +3,7 @@
 BUILD ?= build
 PY := /usr/bin/python3
 # Build and test dependencies (Debian 12 package names).
-DEPS := g++ clang pkg-config meson ninja-build libeigen3-dev libboost-dev libcereal-dev catch2 \
+DEPS := g++ clang pkg-config cmake meson ninja-build libeigen3-dev libboost-dev libcereal-dev catch2 \
         zlib1g-dev python3-thinc python3-numpy dataset-fashion-mnist libmsgpack-cxx-dev
 # PyTorch, LibTorch and dlib at their best: libopenblas0-pthread points libblas.so.3 at OpenBLAS.
 # dlib's pkg-config file links libblas.so, liblapack.so and libjpeg.so, which libdlib-dev lacks.
