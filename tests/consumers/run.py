@@ -5,7 +5,7 @@
 
 pkgconfig and cmake: `meson install --destdir` of BUILD_DIR into a temporary directory, then
 the project under tests/consumers/ is built against that tree (pkg-config with
-PKG_CONFIG_PATH; CMake with CMAKE_PREFIX_PATH) and its program run. meson: a temporary
+PKG_CONFIG_PATH; CMake with tenon_DIR, the staged package's directory) and its program run. meson: a temporary
 parent project with SOURCE_ROOT as its subprojects/tenon; it checks that the parent builds
 none of tenon's tests, examples or benchmarks and gets no flag of tenon's (no -march,
 -Werror or sanitizer flag in its compile commands). The program trains a small model and
@@ -33,10 +33,7 @@ def stage(build, dest):
     cfgs = glob.glob(os.path.join(dest, "**", "cmake", "tenon", "tenonConfig.cmake"), recursive=True)
     if not pcs or not cfgs:
         sys.exit(f"meson install did not install tenon.pc and tenonConfig.cmake (found {pcs}, {cfgs})")
-    prefix = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(cfgs[0])))))
-    if not os.path.isdir(os.path.join(prefix, "include", "tenon")):  # lib/<multiarch>/cmake/tenon
-        prefix = os.path.dirname(prefix)
-    return os.path.dirname(pcs[0]), prefix
+    return os.path.dirname(pcs[0]), os.path.dirname(cfgs[0])
 
 
 def main():
@@ -54,9 +51,9 @@ def main():
             sh(["make", "-C", proj], env=env)
             sh([os.path.join(proj, "consumer")])
         elif kind == "cmake":
-            _, prefix = stage(build, os.path.join(work, "stage"))
+            _, cfgdir = stage(build, os.path.join(work, "stage"))
             sh(["cmake", "-S", proj, "-B", os.path.join(proj, "b"), "-DCMAKE_BUILD_TYPE=Release",
-                "-DCMAKE_PREFIX_PATH=" + prefix], stdout=subprocess.DEVNULL)
+                "-Dtenon_DIR=" + cfgdir], stdout=subprocess.DEVNULL)
             sh(["cmake", "--build", os.path.join(proj, "b")])
             sh([os.path.join(proj, "b", "consumer")])
         elif kind == "meson":
