@@ -214,3 +214,30 @@ TEST_CASE("a >> b takes an rvalue chain's layers over; a moved-from chain says s
     CHECK(Q.shape(1) == 3);
     CHECK(e.walk().size() == 14);
 }
+
+TEST_CASE("the chain's layer store (combinators/detail/chain_store.hpp): assignment in place, >> with an lvalue layer", "[chain]") {
+    const Floats2d X = random_array(4, 3, 6);
+    auto a = Relu<8>() >> Mish<8>();
+    auto b = Relu<8>() >> Mish<8>();
+    a.initialize(X);
+    b.initialize(X);
+    // Assigning a chain of the same type assigns each layer in place: the addresses stay.
+    const Node* relu = &a.layer<0>();
+    const Node* mish = &a.layer<1>();
+    a = b;
+    CHECK(&a.layer<0>() == relu);
+    CHECK(&a.layer<1>() == mish);
+    CHECK(same(a.predict(X), b.predict(X)));
+    CHECK(a.layer<0>().id() != b.layer<0>().id());
+
+    // An lvalue layer appended to an rvalue chain is copied, converted to its rebound type,
+    // and left as it was.
+    const auto last = Relu<5>();
+    auto c = std::move(a) >> last;
+    STATIC_REQUIRE(std::is_same_v<decltype(c), Chain<Relu<8>, Mish<8, 8>, Relu<5, 8>>>);
+    CHECK(&c.layer<0>() == relu);
+    CHECK(c.layer<2>().id() != last.id());
+    CHECK_FALSE(last.has_dim("nI"));
+    c.initialize(X);
+    CHECK(c.predict(X).shape(1) == 5);
+}

@@ -217,8 +217,6 @@ struct chain_step {
     }
 };
 
-// A layer's Node, from the layer's address.
-using chain_node_fn = Node* (*)(void*) noexcept;
 // Making the layers of a new chain, from the layers given to chain(): layer T from S at
 // `from`, moved or copied (a copy is a new node with a new id), and converted to T where
 // width propagation rebound S's nI. One function per (T, S, Move), shared by every position
@@ -260,7 +258,12 @@ struct chain_source {
     std::array<void*, N> from;
     LayerEntry entry(std::size_t i) const { return make[i](from[i]); }
 };
-// The chain constructor that appends one layer to another chain's layers (chain >> layer).
+// The chain constructors that make each layer from a source (chain(...)), and that append one
+// layer to another chain's layers (chain >> layer).
+struct from_source_t {
+    explicit from_source_t() = default;
+};
+inline constexpr from_source_t from_source{};
 struct append_t {
     explicit append_t() = default;
 };
@@ -353,14 +356,10 @@ public:
     template <class... Ps, class M>
     Chain(detail::append_t, ChainLayers<Ps...>&& prefix, M&& last)
         : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(std::move(prefix), 1) {
-        using T = type_at_t<N - 1, Ls...>;
+        constexpr bool move = std::is_rvalue_reference_v<M&&> && !std::is_const_v<std::remove_reference_t<M>>;
         using S = std::remove_cvref_t<M>;
-        if constexpr (std::is_rvalue_reference_v<M&&> && !std::is_const_v<std::remove_reference_t<M>>)
-            layers_.push(detail::make_layer_entry<T>(std::move(last)));
-        else if constexpr (std::is_same_v<S, T>)
-            layers_.push(detail::make_layer_entry<T>(std::as_const(last)));
-        else
-            layers_.push(detail::make_layer_entry<T>(S(std::as_const(last))));
+        layers_.push(detail::chain_make_layer<type_at_t<N - 1, Ls...>, S, move>(
+            const_cast<void*>(static_cast<const void*>(std::addressof(last)))));
         finish_construction();
     }
 

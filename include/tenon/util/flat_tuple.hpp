@@ -1,4 +1,4 @@
-// FlatTuple<Ts...>: a tuple for hundreds of elements (a chain's layers, their backprops).
+// FlatTuple<Ts...>: a tuple for hundreds of elements (the backprops of a chain's layers).
 // std::tuple does not scale: libstdc++'s is a recursion of base classes whose constructors'
 // constraints recurse too (a 500-layer chain exceeds the default -ftemplate-depth), and
 // any tuple of class bases or members gets special member functions (constructor,
@@ -87,12 +87,6 @@ void flat_construct(std::size_t n, unsigned char* base, const std::size_t* offse
         throw;
     }
 }
-
-// Makes each element from a source: src.construct(i, address) (how a chain is built in place).
-struct from_source_t {
-    explicit from_source_t() = default;
-};
-inline constexpr from_source_t from_source{};
 }  // namespace detail
 
 template <class... Ts>
@@ -109,12 +103,6 @@ public:
     {
         static constexpr std::array<detail::flat_init_fn, N> make{&detail::flat_default<Ts>...};
         init(make.data(), nullptr);
-    }
-    // Element i is made by src.construct(i, address): the source constructs it there.
-    template <class Src>
-    FlatTuple(detail::from_source_t, const Src& src) {
-        detail::flat_construct(N, storage_, Layout::value.offset, destroy_.data(),
-                               [&](std::size_t i, void* p) { src.construct(i, p); });
     }
     FlatTuple(const FlatTuple& o)
         requires(all_true<std::is_copy_constructible_v<Ts>...>)
