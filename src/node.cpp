@@ -24,6 +24,24 @@ std::string shape_string(const std::size_t* s, std::size_t rank) {
 }
 }  // namespace
 
+Node Node::dense_node(const char* name, std::size_t NO, std::size_t NI, std::size_t nO, std::size_t nI) {
+    Node n(name, {{"nO", NO}, {"nI", NI}}, {{"W", {"nO", "nI"}}, {"b", {"nO"}}});
+    if (nO != dyn) n.set_dim("nO", nO);
+    if (nI != dyn) n.set_dim("nI", nI);
+    return n;
+}
+
+Node Node::maxout_node(std::size_t NO, std::size_t NI, std::size_t NP, std::size_t nO, std::size_t nI,
+                       std::size_t nP) {
+    Node n("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {{"W", {"nO", "nP", "nI"}}, {"b", {"nO", "nP"}}});
+    if (nO != dyn) n.set_dim("nO", nO);
+    if (nI != dyn) n.set_dim("nI", nI);
+    if (nP != dyn) n.set_dim("nP", nP);  // a conflict with a static NP throws
+    else if (NP == dyn) n.set_dim("nP", 3);
+    if (n.has_dim("nP") && n.get_dim("nP") == 0) throw Error("maxout: nP must be >= 1", "tenon-E114");
+    return n;
+}
+
 Node::Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
            std::initializer_list<ParamDecl> params)
     : name_(std::move(name)), id_(next_id()) {

@@ -250,4 +250,46 @@ bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
     return true;
 }
 
+// lower.hpp's Builder: the steps of the walk that no layer type reaches.
+void Builder::expect_width(const Node& l, std::size_t nI) {
+    if (p.bounds[cur].width == 0) p.bounds[cur].width = nI;
+    else if (p.bounds[cur].width != nI)
+        throw ShapeError("lower(): " + l.name() + " expects input width " + std::to_string(nI) +
+                             " but the stage before it produces " + std::to_string(p.bounds[cur].width),
+                         "tenon-E101");
+}
+
+Stage& Builder::open(Prim prim, std::size_t nI, std::size_t nO) {
+    Stage s;
+    s.prim = prim;
+    s.in = cur;
+    s.nI = nI;
+    s.nO = nO;
+    p.bounds.push_back(Boundary{nO});
+    s.out = cur = p.bounds.size() - 1;
+    p.stages.push_back(std::move(s));
+    pinned = false;
+    return p.stages.back();
+}
+
+void Builder::add_op(Op op) {
+    const bool merge = !pinned && !p.stages.empty() && p.stages.back().out == cur &&
+                       p.stages.back().ops.size() < max_ops;
+    if (!merge) {
+        if (width() == 0)
+            throw Error("lower(): the width before " + (op.node ? op.node->name() : std::string("an operation")) +
+                            " is not known (initialize the model first)",
+                        "tenon-E170");
+        open(Prim::none, width(), width());
+    }
+    p.stages.back().ops.push_back(op);
+}
+
+void Builder::add_tail(Node& layer) {
+    layer.for_each_child([&](Node& ch) {
+        if (auto* d = dynamic_cast<Dropout*>(&ch)) add_op(Op{OpKind::dropout, d, d});
+        else add_op(Op{OpKind::layernorm, &ch});
+    });
+}
+
 }  // namespace tenon::lowering

@@ -52,10 +52,18 @@ public:
     using Error::Error;
 };
 
+class Node;
+
 namespace detail {
 // Small helper so message building stays readable at the throw sites.
 std::string dim_str(std::size_t v);  // "dyn" or the number
 [[noreturn]] void throw_width(std::string_view layer, std::string_view what, std::size_t expected,
                               std::size_t found, const char* id = "tenon-E101");
+// A layer's input or gradient of the wrong shape (tenon-E260, E111), sample rows that differ
+// (E115): out of line, so that no layer type compiles the message.
+[[noreturn]] void throw_zero_width(const Node& layer, const char* what, std::size_t rows, std::size_t nI);
+[[noreturn]] void throw_gradient_shape(const Node& layer, std::size_t rows, std::size_t cols, std::size_t found_rows,
+                                       std::size_t found_cols);
+[[noreturn]] void throw_sample_rows(const Node& layer, std::size_t x_rows, std::size_t y_rows);
 }  // namespace detail
 }  // namespace tenon

@@ -42,17 +42,10 @@ public:
     // Maxout() makes no options object per layer.
     [[gnu::noinline]] explicit Maxout() : Maxout(MaxoutOptions{}) {}
     explicit Maxout(MaxoutOptions o)
-        : Base("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {{"W", {"nO", "nP", "nI"}}, {"b", {"nO", "nP"}}}),
+        : Base(Node::maxout_node(NO, NI, NP, o.nO, o.nI, o.nP)),
           init_W_(o.init_W ? o.init_W : Init(glorot_uniform_init)),
           init_b_(o.init_b ? o.init_b : Init(zero_init)),
-          tail_(o.normalize, o.dropout) {
-        if (o.nO != dyn) this->set_dim("nO", o.nO);
-        if (o.nI != dyn) this->set_dim("nI", o.nI);
-        if (o.nP != dyn) this->set_dim("nP", o.nP);  // a conflict with a static NP throws
-        else if (NP == dyn) this->set_dim("nP", 3);
-        if (this->has_dim("nP") && this->get_dim("nP") == 0)
-            throw Error("maxout: nP must be >= 1", "tenon-E114");
-    }
+          tail_(o.normalize, o.dropout) {}
 
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>

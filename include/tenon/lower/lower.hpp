@@ -65,57 +65,6 @@ struct layer_fns {
     }
 };
 
-struct Builder {
-    PlanData& p;
-    const char* bp_root;      // a default Backprop of the model: slots are found by offset
-    std::size_t cur = 0;      // the boundary the next layer reads
-    bool pinned = true;       // cur must stay a boundary (nothing merges into the stage that made it)
-
-    std::size_t width() const { return p.bounds[cur].width; }
-    void expect_width(const Node& l, std::size_t nI) {
-        if (p.bounds[cur].width == 0) p.bounds[cur].width = nI;
-        else if (p.bounds[cur].width != nI)
-            throw ShapeError("lower(): " + l.name() + " expects input width " + std::to_string(nI) +
-                                 " but the stage before it produces " + std::to_string(p.bounds[cur].width),
-                             "tenon-E101");
-    }
-    Stage& open(Prim prim, std::size_t nI, std::size_t nO) {
-        Stage s;
-        s.prim = prim;
-        s.in = cur;
-        s.nI = nI;
-        s.nO = nO;
-        p.bounds.push_back(Boundary{nO});
-        s.out = cur = p.bounds.size() - 1;
-        p.stages.push_back(std::move(s));
-        pinned = false;
-        return p.stages.back();
-    }
-    // An elementwise operation: into the current stage's pass where it may go, else a new
-    // "elementwise" stage. Any number of dropouts may share a pass: each draws its key when
-    // the pass starts, in the order the layers draw theirs (dropout_mask, random.hpp).
-    void add_op(Op op) {
-        const bool merge = !pinned && !p.stages.empty() && p.stages.back().out == cur &&
-                           p.stages.back().ops.size() < max_ops;
-        if (!merge) {
-            if (width() == 0)
-                throw Error("lower(): the width before " + (op.node ? op.node->name() : std::string("an operation")) +
-                                " is not known (initialize the model first)",
-                            "tenon-E170");
-            open(Prim::none, width(), width());
-        }
-        p.stages.back().ops.push_back(op);
-    }
-    // A dense layer's optional LayerNorm and Dropout (its children, in that order).
-    void add_tail(Node& layer) {
-        layer.for_each_child([&](Node& ch) {
-            if (auto* d = dynamic_cast<Dropout*>(&ch)) add_op(Op{OpKind::dropout, d, d});
-            else add_op(Op{OpKind::layernorm, &ch});
-        });
-    }
-    const void* slot_offset_base() const { return bp_root; }
-};
-
 template <class L>
 void add(Builder& B, L& layer, void* slot);
 template <class L>

@@ -216,4 +216,25 @@ void finalize(PlanData& p);
 // made before a change of the model against one made after it). `why`: the first difference.
 bool same_layout(const PlanData& a, const PlanData& b, std::string& why);
 
+// The walk's state while lower() builds a plan (lower.hpp walks the types and calls these).
+struct Builder {
+    PlanData& p;
+    const char* bp_root;      // a default Backprop of the model: slots are found by offset
+    std::size_t cur = 0;      // the boundary the next layer reads
+    bool pinned = true;       // cur must stay a boundary (nothing merges into the stage that made it)
+
+    std::size_t width() const { return p.bounds[cur].width; }
+    // The type-independent steps of the walk, compiled once in the library (src/plan.cpp).
+    void expect_width(const Node& l, std::size_t nI);
+    // A new stage reading the current boundary and writing a new one of width nO.
+    Stage& open(Prim prim, std::size_t nI, std::size_t nO);
+    // An elementwise operation: into the current stage's pass where it may go, else a new
+    // "elementwise" stage. Any number of dropouts may share a pass: each draws its key when
+    // the pass starts, in the order the layers draw theirs (dropout_mask, random.hpp).
+    void add_op(Op op);
+    // A dense layer's optional LayerNorm and Dropout (its children, in that order).
+    void add_tail(Node& layer);
+    const void* slot_offset_base() const { return bp_root; }
+};
+
 }  // namespace tenon::lowering

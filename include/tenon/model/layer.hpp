@@ -283,11 +283,7 @@ private:
     // would otherwise go unnoticed (the layers only read the widths).
     void check_sample_rows(sample_ptr_t<InView> X, sample_ptr_t<OutView> Y) const {
         if constexpr (requires { X->shape(0); Y->shape(0); }) {
-            if (X && Y && X->shape(0) != Y->shape(0))
-                throw ShapeError(this->name() + ": initialize(X, Y): X and Y must have the same number of rows "
-                                 "(one per example): expected " + std::to_string(X->shape(0)) +
-                                     " rows in Y (as in X) but found " + std::to_string(Y->shape(0)),
-                                 "tenon-E115");
+            if (X && Y && X->shape(0) != Y->shape(0)) detail::throw_sample_rows(*this, X->shape(0), Y->shape(0));
         }
     }
 };
@@ -304,23 +300,18 @@ concept Model = std::derived_from<std::remove_cvref_t<M>, Node> && requires {
 namespace detail {
 // An input of width 0 is refused (tenon-E260) even where nI is 0 (a layer's dims never are:
 // set_dim and initialize refuse it), before the width comparison (tenon-E101).
+// The throws are out of line (error.hpp): every layer type calls the same ones.
 template <class V>
 void check_width(const Node& layer, const V& X, std::size_t nI, const char* what = "input") {
     if (X.shape(1) != nI || nI == 0) [[unlikely]] {
-        if (X.shape(1) == 0)
-            throw ShapeError(layer.name() + ": " + what + ": an input of width 0 (" + std::to_string(X.shape(0)) +
-                                 " rows, no columns): expected width " + dim_str(nI),
-                             "tenon-E260");
+        if (X.shape(1) == 0) throw_zero_width(layer, what, X.shape(0), nI);
         throw_width(layer.name(), what, nI, X.shape(1));
     }
 }
 template <class V>
 void check_same_shape(const Node& layer, const V& dY, std::size_t rows, std::size_t cols) {
-    if (dY.shape(0) != rows || dY.shape(1) != cols)
-        throw ShapeError(layer.name() + ": backprop: expected a gradient of shape (" + std::to_string(rows) + ", " +
-                             std::to_string(cols) + ") like the output, but found (" +
-                             std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
-                         "tenon-E111");
+    if (dY.shape(0) != rows || dY.shape(1) != cols) [[unlikely]]
+        throw_gradient_shape(layer, rows, cols, dY.shape(0), dY.shape(1));
 }
 }  // namespace detail
 

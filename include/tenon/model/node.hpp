@@ -270,6 +270,13 @@ protected:
 
     Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
          std::initializer_list<ParamDecl> params);
+    // The node of a dense layer (dims nO, nI; W (nO, nI), b (nO)) and of a maxout layer (dims
+    // nO, nI, nP; W (nO, nP, nI), b (nO, nP)), with the static widths (NO, NI, NP) and the
+    // options' (nO, nI, nP; dyn where not given): built once, in the library, for every
+    // width of Relu, Softmax, Linear, Mish, Sigmoid and Maxout.
+    static Node dense_node(const char* name, std::size_t NO, std::size_t NI, std::size_t nO, std::size_t nI);
+    static Node maxout_node(std::size_t NO, std::size_t NI, std::size_t NP, std::size_t nO, std::size_t nI,
+                            std::size_t nP);
     Node(const Node& other);  // a copy is a new node: it gets a new id
     Node& operator=(const Node& other);
     Node(Node&&) noexcept;  // a move keeps the id

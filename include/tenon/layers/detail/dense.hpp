@@ -96,13 +96,10 @@ protected:
 
     Dense(const char* name, std::size_t nO, std::size_t nI, Init init_W, Init init_b, bool normalize,
           std::optional<double> dropout)
-        : Base(name, {{"nO", NO}, {"nI", NI}}, {{"W", {"nO", "nI"}}, {"b", {"nO"}}}),
+        : Base(Node::dense_node(name, NO, NI, nO, nI)),
           init_W_(std::move(init_W)),
           init_b_(init_b ? std::move(init_b) : Init(zero_init)),
-          tail_(normalize, dropout) {
-        if (nO != dyn) this->set_dim("nO", nO);
-        if (nI != dyn) this->set_dim("nI", nI);
-    }
+          tail_(normalize, dropout) {}
 
     void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {
         if (X) this->resolve_dim(1, X->shape(1));
