@@ -132,6 +132,14 @@ static_assert(!std::is_convertible_v<Array<float, dyn, 4>&, ArrayView<float, dyn
 static_assert(!std::is_convertible_v<ArrayView<float, dyn, 4>, ArrayView<float, dyn, 5>>);
 static_assert(std::is_convertible_v<Array<float, dyn, 4>&, ArrayView<const float, dyn, dyn>>);
 
+// ---- AnyModel: any model of its signature converts to it; its widths are dyn ------------------------
+static_assert(Model<AnyModel<Floats2d, Floats2d>>);
+static_assert(std::is_convertible_v<Mlp, AnyModel<Floats2d, Floats2d>>);
+static_assert(!std::is_convertible_v<double, AnyModel<Floats2d, Floats2d>>);
+static_assert(AnyModel<Floats2d, Floats2d>::static_nI == dyn && AnyModel<Floats2d, Floats2d>::static_nO == dyn);
+static_assert(same<decltype(AnyModel<Floats2d, Floats2d>(Relu<4>()) >> Softmax<3>()),
+                   Chain<AnyModel<Floats2d, Floats2d>, Softmax<3>>>);
+
 // ---- How checks spell data types -------------------------------------------------------------------
 static_assert(same<check::name_t<Floats2d>, check::Floats2d> && same<check::name_t<const Ints1d&>, check::Ints1d>);
 static_assert(same<check::name_t<Floats2dCView>, check::Floats2dCView>);

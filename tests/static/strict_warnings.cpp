@@ -2,7 +2,7 @@
 // -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wmissing-field-initializers
 // -Werror at -O2, with g++ and clang++): including tenon and instantiating what a program uses
 // (an MLP, a spaCy-like tok2vec + tagger, training, prediction, plans, files, transfers,
-// reductions, options given by designated initialisers) must give no warning.
+// reductions, options given by designated initialisers, an AnyModel) must give no warning.
 #include <tenon/tenon.hpp>
 
 #include <cstdint>
@@ -56,6 +56,20 @@ int main() {
     const std::vector<std::uint8_t> bytes = m.to_bytes();
     m.from_bytes(bytes);
 
+    // A model chosen at run time, in a chain with a static layer.
+    AnyModel<Floats2d, Floats2d> body = Relu<32>() >> Relu<32>();
+    if (X.shape(0) > 4) body = Maxout<32>({.nP = 2}) >> LayerNorm<>();
+    auto a = body >> Softmax<10>();
+    a.initialize(X, Y);
+    {
+        auto [Ya, backprop_a] = a.begin_update(X);
+        backprop_a(CategoricalCrossentropy().get_grad(Ya, Y));
+        a.finish_update(opt);
+    }
+    AnyModel<Floats2d, Floats2d> a2 = copy(a.layer<0>());
+    a2.from_bytes(a.layer<0>().to_bytes());
+    const Floats2d Pa = a.predict(X);
+
     List<Ints2d> docs;
     for (std::size_t d = 0; d < 3; ++d) {
         Ints2d ids({d + 2, 2});
@@ -75,5 +89,5 @@ int main() {
 
     auto remap = remap_ids(std::unordered_map<std::int64_t, std::int32_t>{{5, 1}, {7, 2}}, 0);
     (void)remap;
-    return int(P.shape(0) + tags.size() + cats.shape(0)) == 0;
+    return int(P.shape(0) + tags.size() + cats.shape(0) + Pa.shape(0)) == 0;
 }

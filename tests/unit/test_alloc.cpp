@@ -177,6 +177,47 @@ TEST_CASE("100 training steps allocate nothing after warm-up", "[alloc]") {
     CHECK(n == 0);
 }
 
+// An AnyModel (include/tenon/model/any_model.hpp) keeps the held model's backprop in a block of
+// the same cache: alone and inside a chain whose plan runs it, no allocation after warm-up.
+TEST_CASE("an AnyModel's predicts and training steps allocate nothing after warm-up", "[alloc][any_model]") {
+    AnyModel<Floats2d, Floats2d> held = make_mlp();
+    auto model = AnyModel<Floats2d, Floats2d>(Relu<64>() >> Relu<64>()) >> Softmax<10>();
+    const Floats2d X = random_array(128, 784, 3);
+    Floats2d Y({128, 10});
+    for (std::size_t i = 0; i < 128; ++i) Y(i, i % 10) = 1.0f;
+    held.initialize(X, Y);
+    model.initialize(X, Y);
+    Optimizer opt = Adam(0.001);
+    CategoricalCrossentropy loss;
+    const Floats2d x = random_array(1, 784, 2);
+    // Each phase is warmed up just before it is counted, as in the cases above.
+    const auto predicts = [&](auto& m) {
+        for (int i = 0; i < 300; ++i) (void)m.predict(x);
+        Count c;
+        float sink = 0;
+        for (int i = 0; i < 2000; ++i) sink += m.predict(x)[0];
+        const long n = c.stop();
+        return sink > 0 ? n : -1;
+    };
+    const auto steps = [&](auto& m) {
+        auto step = [&] {
+            auto [P, backprop] = m.begin_update(X);
+            backprop(loss.get_grad(P, Y));
+            m.finish_update(opt);
+        };
+        for (int i = 0; i < 3; ++i) step();
+        Count c;
+        for (int i = 0; i < 30; ++i) step();
+        return c.stop();
+    };
+    const long held_predicts = predicts(held), chain_predicts = predicts(model);
+    const long held_steps = steps(held), chain_steps = steps(model);
+    CHECK(held_predicts == 0);
+    CHECK(chain_predicts == 0);
+    CHECK(held_steps == 0);
+    CHECK(chain_steps == 0);
+}
+
 // The same through the lowered plan (include/tenon/lower/): its workspace is one array from
 // the thread's cache, so after warm-up neither predict nor a training step allocates.
 TEST_CASE("10,000 batch-1 plan predicts allocate nothing after warm-up", "[alloc][lower]") {

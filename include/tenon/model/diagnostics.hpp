@@ -276,4 +276,16 @@ struct clone_widths {
 template <>
 struct clone_widths<ok, ok, ok> {};
 
+// E018: AnyModel<In, Out> made from a model of another signature (its input type is not In or
+// its output type is not Out).
+template <class In, class Out>
+struct signature {};
+template <class Expects, class Given>
+struct any_model_signature {
+    static_assert(always_false<Expects>,
+                  "[tenon-E018] AnyModel<In, Out>(model): the model's input type must be In and its output type "
+                  "Out (expects_type<signature<In, Out>> but given_type<signature<U, V>>: see the instantiation "
+                  "line)");
+};
+
 }  // namespace tenon::check
