@@ -24,6 +24,7 @@
 #include "support/floats.hpp"
 #include "support/gradcheck_any.hpp"
 #include "unit/helpers.hpp"
+#include "support/error_id.hpp"
 
 using namespace tenon;
 using namespace tenon::oracle;
@@ -378,15 +379,7 @@ List<Ints2d> random_docs(std::initializer_list<std::size_t> lengths, std::size_t
     }
     return docs;
 }
-template <class F>
-std::string error_id(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.id();
-    }
-    return "no error";
-}
+using tenon::test::error_id;
 }  // namespace
 
 TEST_CASE("tok2vec: finite-difference gradients of every parameter", "[integration][tok2vec][gradcheck]") {

@@ -16,6 +16,7 @@
 #include "support/floats.hpp"
 #include "support/gradcheck_any.hpp"
 #include "unit/helpers.hpp"
+#include "support/error_id.hpp"
 
 using namespace tenon;
 using namespace tenon::oracle;
@@ -55,15 +56,7 @@ static_assert(std::is_same_v<decltype(uniqued(Embed<6>(10)) >> Relu<2>()),
 static_assert(widths::static_nO<HashEmbed<>>() == dyn);
 
 namespace {
-template <class F>
-std::string error_id(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.id();
-    }
-    return "no error";
-}
+using tenon::test::error_id;
 Ragged random_ragged(std::initializer_list<std::int32_t> lengths, std::size_t width, std::uint64_t seed) {
     std::size_t rows = 0;
     for (auto n : lengths) rows += static_cast<std::size_t>(n);

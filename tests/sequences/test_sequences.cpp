@@ -6,6 +6,7 @@
 #include <tenon/tenon.hpp>
 
 #include "oracle/case.hpp"
+#include "support/error_id.hpp"
 #include "support/floats.hpp"
 #include "unit/helpers.hpp"
 
@@ -13,15 +14,7 @@ using namespace tenon;
 using namespace tenon::oracle;
 
 namespace {
-template <class F>
-std::string error_id(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.id();
-    }
-    return "no error";
-}
+using tenon::test::error_id;
 List<Floats2d> random_list(std::initializer_list<std::size_t> lengths, std::size_t width, std::uint64_t seed) {
     List<Floats2d> xs;
     for (std::size_t n : lengths) xs.push_back(testing::random_array(n, width, seed++));

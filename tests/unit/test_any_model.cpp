@@ -16,6 +16,7 @@
 #include "tenon/io/state.hpp"
 #include "tenon/tenon.hpp"
 #include "unit/helpers.hpp"
+#include "support/error_id.hpp"
 
 using namespace tenon;
 using Catch::Matchers::Contains;
@@ -37,15 +38,7 @@ Any2d make_head(bool wide) {
     return Softmax<5>();
 }
 
-template <class F>
-std::string error_id(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.id();
-    }
-    return "";
-}
+using tenon::test::error_id;
 template <class F>
 Error error_of(F&& f) {
     try {

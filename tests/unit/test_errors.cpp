@@ -18,6 +18,7 @@
 #include "tenon/lower/lower.hpp"
 #include "tenon/tenon.hpp"
 #include "unit/helpers.hpp"
+#include "support/error_id.hpp"
 
 using namespace tenon;
 using Catch::Matchers::Contains;
@@ -26,17 +27,7 @@ namespace {
 using testing::random_array;
 
 // The id of the tenon::Error f throws, or a note that it threw none / something else.
-template <class F>
-std::string error_id(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.id();
-    } catch (const std::exception& e) {
-        return std::string("not a tenon::Error: ") + e.what();
-    }
-    return "no exception";
-}
+using tenon::test::error_id;
 
 using PredictFn = std::function<Floats2d(Floats2dCView)>;
 using BackpropFn = std::function<Floats2d(Floats2dCView)>;
