@@ -2,8 +2,8 @@
 // (MultiHashEmbed over 4 id columns, width 96 -> MaxoutWindowEncoder depth 4) with a 50-tag
 // Softmax head, on the synthetic documents of bench/tok2vec_data.py (the same generator,
 // here in C++), timed as bench/tok2vec_thinc.py and bench/tok2vec_torch.py time Thinc and
-// PyTorch. Runs the model's own predict / begin_update / finish_update (lower() takes only
-// models whose output is a Floats2d, and this one outputs a List<Floats2d>).
+// PyTorch. Runs the model's own predict / begin_update / finish_update, which run its plan
+// (docs/lowering.md, "Sequence models"); TENON_USE_PLANS=0 runs its layers instead.
 // Prints JSON lines {"figure", "system", "value", "unit"}:
 //   tok2vec_predict_wps    words/s  predict, 64 docs a call (best of 3 passes)
 //   tok2vec_train_wps      words/s  begin_update + backprop + Adam(0.001), 64 docs a batch
@@ -193,6 +193,9 @@ int main(int argc, char** argv) {
                      "%zu batch(es) of %zu docs, %zu words\n",
                      cpu::gemm_target(), num_threads(), static_cast<unsigned long long>(corpus.checksum), params,
                      n_batches, kBatch, words);
+        (void)model.predict(batches[0]);
+        std::fprintf(stderr, "tok2vec_bench: %s\n",
+                     model.uses_plan() ? "the model runs its plan" : "the model runs its layers (no plan)");
         {
             double worst = 0.0;
             const bool ok = check_output(batches[0], model.predict(batches[0]), worst);

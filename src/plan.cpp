@@ -5,6 +5,9 @@
 // model's plan instantiates only the typed walk and the call sequence (lower.hpp).
 #include "tenon/lower/plan.hpp"
 
+#include "tenon/layers/detail/embed_ids.hpp"
+#include "tenon/layers/expand_window.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -75,6 +78,176 @@ void product_backward(const Stage& s, const StageParams& sp, const Ctx& c) {
         c.ops->gemm(false, false, c.rows, s.nI, m, 1.0f, dZ, m, sp.W, s.nI, s.dx_assign ? 0.0f : 1.0f, dX, s.nI);
 }
 
+namespace {
+// Rows [r0, r0 + n) of a (rows x w) array, copied into columns [c0, c0 + w) of a (rows x W)
+// one (add: added).
+void copy_cols(const float* from, std::size_t w, float* to, std::size_t W, std::size_t c0, std::size_t rows,
+               bool add) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* a = from + r * w;
+        float* b = to + r * W + c0;
+        if (add)
+            for (std::size_t j = 0; j < w; ++j) b[j] += a[j];
+        else std::memcpy(b, a, w * sizeof(float));
+    }
+}
+void take_cols(const float* from, std::size_t W, std::size_t c0, float* to, std::size_t w, std::size_t rows,
+               bool add) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* a = from + r * W + c0;
+        float* b = to + r * w;
+        if (add)
+            for (std::size_t j = 0; j < w; ++j) b[j] += a[j];
+        else std::memcpy(b, a, w * sizeof(float));
+    }
+}
+// Thinc's flatten with pad: the sequences' rows (unpadded, back to back) and their place in
+// the padded rows, pad zero rows before, between and after the non-empty ones. f(unpadded
+// row, padded row, rows) for each non-empty sequence; pads(padded row) for each run of pad rows.
+template <class F, class G>
+void padded_runs(const Ctx& c, std::size_t pad, F&& f, G&& pads) {
+    std::size_t u = 0, q = 0;
+    bool any = false;
+    for (std::size_t i = 0; i < c.nseg; ++i) {
+        const auto n = static_cast<std::size_t>(c.lengths[i]);
+        if (!n) continue;
+        pads(q);
+        q += pad;
+        f(u, q, n);
+        u += n;
+        q += n;
+        any = true;
+    }
+    if (any) pads(q);
+}
+}  // namespace
+
+void seq_forward(const Stage& s, const Ctx& c) {
+    float* out = c.act(s.out);
+    const std::size_t rows = c.rows, n = s.nO;
+    switch (s.prim) {
+        case Prim::table: {
+            const auto* ids = reinterpret_cast<const std::int32_t*>(c.act(s.in));
+            auto* keys = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
+            s.table_keys(s.layer, ids, rows, c.in_cols, keys);
+            c.ops->gather_add_rows(s.layer->get_param("E").data, n, keys, rows, s.per, out);
+            if (c.train) {
+                // The layer's column mask, drawn where the layer draws it (tables run in model order).
+                const Floats1d m = detail::column_dropout_mask(*s.layer, n, true);
+                float* keep = c.buf(s.mask);
+                keep[0] = m.size() ? 1.0f : 0.0f;
+                if (m.size()) {
+                    std::memcpy(keep + 1, m.data(), n * sizeof(float));
+                    detail::apply_column_mask(out, rows, m);
+                }
+            }
+            break;
+        }
+        case Prim::window: {
+            std::memset(out, 0, rows * n * sizeof(float));
+            if (s.window_segments) {
+                detail::seq2col(out, c.act(s.in), c.lengths, c.nseg, s.window, s.nI);
+            } else {
+                const auto len = static_cast<std::int32_t>(rows);
+                detail::seq2col(out, c.act(s.in), &len, 1, s.window, s.nI);
+            }
+            break;
+        }
+        case Prim::concat: {
+            std::size_t c0 = 0;
+            for (std::size_t b : s.parts) {
+                const std::size_t w = c.p->bounds[b].width;
+                copy_cols(c.act(b), w, out, n, c0, rows, false);
+                c0 += w;
+            }
+            break;
+        }
+        case Prim::pad: {
+            const float* x = c.act(s.in);
+            const std::size_t pad = c.p->spaces[s.space].pad;
+            padded_runs(
+                c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { std::memcpy(out + q * n, x + u * n, k * n * sizeof(float)); },
+                [&](std::size_t q) { std::memset(out + q * n, 0, pad * n * sizeof(float)); });
+            break;
+        }
+        case Prim::unpad: {
+            const float* x = c.act(s.in);
+            const std::size_t pad = c.p->spaces[c.p->bounds[s.in].space].pad;
+            padded_runs(
+                c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { std::memcpy(out + u * n, x + q * n, k * n * sizeof(float)); },
+                [](std::size_t) {});
+            break;
+        }
+        default:
+            break;
+    }
+}
+
+void seq_backward(const Stage& s, const Ctx& c, const float* d) {
+    const std::size_t rows = c.rows, n = s.nO;
+    switch (s.prim) {
+        case Prim::table: {
+            const float* keep = c.buf(s.mask);
+            c.ops->scatter_add_rows(s.layer->get_grad("E").data, n, reinterpret_cast<const std::uint32_t*>(c.buf(s.keys)),
+                                    rows, s.per, d, keep[0] != 0.0f ? keep + 1 : nullptr);
+            break;
+        }
+        case Prim::window: {
+            float* dx = c.grad(s.in);
+            if (!dx) break;
+            if (s.dx_assign) std::memset(dx, 0, rows * s.nI * sizeof(float));
+            if (s.window_segments) {
+                detail::backprop_seq2col(dx, d, c.lengths, c.nseg, s.window, s.nI);
+            } else {
+                const auto len = static_cast<std::int32_t>(rows);
+                detail::backprop_seq2col(dx, d, &len, 1, s.window, s.nI);
+            }
+            break;
+        }
+        case Prim::concat: {
+            std::size_t c0 = 0;
+            for (std::size_t k = 0; k < s.parts.size(); ++k) {
+                const std::size_t b = s.parts[k], w = c.p->bounds[b].width;
+                if (float* g = c.grad(b)) take_cols(d, n, c0, g, w, rows, !s.part_assign[k]);
+                c0 += w;
+            }
+            break;
+        }
+        case Prim::pad: {  // d: padded rows; the input's gradient: the sequences' rows
+            float* dx = c.grad(s.in);
+            if (!dx) break;
+            const std::size_t pad = c.p->spaces[s.space].pad;
+            padded_runs(
+                c, pad,
+                [&](std::size_t u, std::size_t q, std::size_t k) {
+                    if (s.dx_assign) std::memcpy(dx + u * n, d + q * n, k * n * sizeof(float));
+                    else
+                        for (std::size_t i = 0; i < k * n; ++i) dx[u * n + i] += d[q * n + i];
+                },
+                [](std::size_t) {});
+            break;
+        }
+        case Prim::unpad: {  // d: the sequences' rows; the input's gradient: padded rows (0 at the pads)
+            float* dx = c.grad(s.in);
+            if (!dx) break;
+            const std::size_t pad = c.p->spaces[c.p->bounds[s.in].space].pad;
+            padded_runs(
+                c, pad,
+                [&](std::size_t u, std::size_t q, std::size_t k) {
+                    if (s.dx_assign) std::memcpy(dx + q * n, d + u * n, k * n * sizeof(float));
+                    else
+                        for (std::size_t i = 0; i < k * n; ++i) dx[q * n + i] += d[u * n + i];
+                },
+                [&](std::size_t q) {
+                    if (s.dx_assign) std::memset(dx + q * n, 0, pad * n * sizeof(float));
+                });
+            break;
+        }
+        default:
+            break;
+    }
+}
+
 std::string fmt_rate(double r) {
     std::string s = std::to_string(r);
     while (s.size() > 1 && s.back() == '0') s.pop_back();
@@ -106,6 +279,28 @@ std::string describe_stages(const PlanData& p) {
             case Prim::layer:
                 line += "layer " + s.name + (s.head ? "" : " " + std::to_string(s.nI)) + "->" + std::to_string(s.nO);
                 break;
+            case Prim::table:
+                line += "table " + s.name + " (" + std::to_string(s.per) + " row" + (s.per == 1 ? "" : "s") +
+                        " per id)->" + std::to_string(s.nO);
+                break;
+            case Prim::window:
+                line += "window " + std::to_string(s.nI) + "->" + std::to_string(s.nO) + " (" +
+                        std::to_string(s.window) + " each side" + (s.window_segments ? ", per sequence" : "") + ")";
+                break;
+            case Prim::concat: {
+                line += "concat";
+                for (std::size_t k = 0; k < s.parts.size(); ++k)
+                    line += (k ? "+" : " ") + std::to_string(p.bounds[s.parts[k]].width);
+                line += "->" + std::to_string(s.nO);
+                break;
+            }
+            case Prim::pad:
+                line += "pad " + std::to_string(s.nO) + " (" + std::to_string(p.spaces[s.space].pad) +
+                        " zero rows around each sequence)";
+                break;
+            case Prim::unpad:
+                line += "unpad " + std::to_string(s.nO);
+                break;
         }
         for (const Op& op : s.ops) {
             switch (op.kind) {
@@ -119,7 +314,12 @@ std::string describe_stages(const PlanData& p) {
             line += " |";
             for (std::size_t k = 0; k < parts.size(); ++k) line += (k ? ", " : " ") + parts[k];
         }
-        out += line + "   [x" + std::to_string(s.in) + " -> x" + std::to_string(s.out) + "]\n";
+        std::string from = "x" + std::to_string(s.in);
+        if (s.prim == Prim::concat) {
+            from.clear();
+            for (std::size_t k = 0; k < s.parts.size(); ++k) from += (k ? ",x" : "x") + std::to_string(s.parts[k]);
+        }
+        out += line + "   [" + from + " -> x" + std::to_string(s.out) + "]\n";
     }
     return out;
 }
@@ -133,7 +333,9 @@ std::string describe_layout(const PlanData& p, std::size_t rows) {
                std::to_string(total) + " bytes\n";
         for (const Buffer& b : p.bufs) {
             if (t == 0 && !b.in_predict) continue;
-            const std::size_t off = (r16 * b.pre_row[t] + b.pre_fixed[t]) * sizeof(float);
+            std::size_t off = b.pre_fixed[t];
+            for (std::size_t k = 0; k <= max_spaces; ++k) off += r16 * b.pre_row[t][k];
+            off *= sizeof(float);
             const std::size_t bytes = (b.per_row ? rows * b.per_row : b.fixed) * sizeof(float);
             auto pad = [](std::string v, std::size_t w) { return std::string(v.size() < w ? w - v.size() : 0, ' ') + v; };
             out += "  @" + pad(std::to_string(off), 10) + "  " + pad(std::to_string(bytes), 9) + " B  " + b.what + (b.per_row ? " (" + std::to_string(rows) + "x" + std::to_string(b.per_row) + ")" : "") +
@@ -150,7 +352,7 @@ void finalize(PlanData& p) {
     for (std::size_t si = 0; si < p.stages.size(); ++si) {
         Stage& s = p.stages[si];
         const std::string tag = "stage " + std::to_string(si) + " ";
-        const std::size_t n = s.nO;
+        const std::size_t n = s.nO, sp = s.space;
         if (s.prim == Prim::dense) {
             // Relu's backward needs only the sign of its output: behind dropouts alone, the
             // stage output has it where the mask kept a value (elsewhere the gradient is 0).
@@ -158,12 +360,12 @@ void finalize(PlanData& p) {
             for (const Op& o : s.ops) only_dropout = only_dropout && o.kind == OpKind::dropout;
             if (s.act_needs_y) {
                 if (s.ops.empty() || (s.name == "relu" && only_dropout)) need_out(s);
-                else s.ysave = p.add_buffer(tag + s.name + " output", n, 0, false);
+                else s.ysave = p.add_buffer(tag + s.name + " output", n, 0, false, sp);
             }
-            if (s.act_needs_z) s.zsave = p.add_buffer(tag + s.name + " pre-activation", n, 0, false);
+            if (s.act_needs_z) s.zsave = p.add_buffer(tag + s.name + " pre-activation", n, 0, false, sp);
             if (s.out == p.bounds.size() - 1) dz = std::max(dz, n);  // else in place (dz_of)
         } else if (s.prim == Prim::maxout) {
-            s.which = p.add_buffer(tag + "maxout winning piece (int32)", n, 0, false);
+            s.which = p.add_buffer(tag + "maxout winning piece (int32)", n, 0, false, sp);
             dz = std::max(dz, n * s.nP);
             zs = std::max(zs, n * s.nP);
             tmp = std::max(tmp, n);
@@ -172,42 +374,60 @@ void finalize(PlanData& p) {
         } else if (!s.ops.empty() && s.out == p.bounds.size() - 1) {
             dz = std::max(dz, n);
         }
+        if (s.prim == Prim::table) {
+            // The keys are needed by the forward pass too (predict); the mask only in training.
+            s.keys = p.add_buffer(tag + s.name + " keys (uint32)", s.per, 0, true, sp);
+            s.mask = p.add_buffer(tag + s.name + " column dropout mask", 0, n + 1, false, sp);
+        }
         for (std::size_t k = 0; k < s.ops.size(); ++k) {
             Op& op = s.ops[k];
             if (op.kind == OpKind::layernorm) {
-                op.save = p.add_buffer(tag + "layernorm normalised input", n, 0, false);
-                op.rstd = p.add_buffer(tag + "layernorm 1/std", 1, 0, false);
+                op.save = p.add_buffer(tag + "layernorm normalised input", n, 0, false, sp);
+                op.rstd = p.add_buffer(tag + "layernorm 1/std", 1, 0, false, sp);
             } else if (op.kind == OpKind::dropout) {
-                op.save = p.add_buffer(tag + "dropout mask", n, 0, false);
+                op.save = p.add_buffer(tag + "dropout mask", n, 0, false, sp);
             } else if (op.kind == OpKind::sigmoid) {
                 if (k + 1 == s.ops.size()) need_out(s);
-                else op.save = p.add_buffer(tag + "sigmoid output", n, 0, false);
+                else op.save = p.add_buffer(tag + "sigmoid output", n, 0, false, sp);
             }
         }
     }
     const bool head = !p.stages.empty() && p.stages[0].head;
+    if (p.seq) {
+        // A float input, flattened (ids are read where they are: only the forward pass needs them).
+        if (!p.bounds[0].ints)
+            p.in_buf = p.bounds[0].act = p.add_buffer("x0 (input, flattened)", p.bounds[0].width, 0, true, 0);
+        p.final_in_ws = true;  // the output is split into the sequences from the workspace
+    }
     for (std::size_t b = 1; b <= last; ++b) {
         if (head && b == 1) continue;  // the head layer's own output array
+        const std::size_t sp = p.bounds[b].space;
         if (b == last) {
-            p.final_in_ws = p.bounds[b].read_back;  // else the stage writes the caller's array
+            if (!p.seq) p.final_in_ws = p.bounds[b].read_back;  // else the stage writes the caller's array
             // (appends, not "x" + to_string(b) + ...: GCC 12 warns -Wrestrict on that chain at -O3)
             std::string what = "x";
             what += std::to_string(b);
             what += " (output, kept)";
-            if (p.final_in_ws) p.bounds[b].act = p.add_buffer(std::move(what), p.bounds[b].width, 0, false);
+            if (p.final_in_ws) p.bounds[b].act = p.add_buffer(std::move(what), p.bounds[b].width, 0, p.seq, sp);
         } else {
             std::string what = "x";
             what += std::to_string(b);
             what += " (output of stage ";
             what += std::to_string(b - 1);
             what += ")";
-            p.bounds[b].act = p.add_buffer(std::move(what), p.bounds[b].width, 0, true);
+            p.bounds[b].act = p.add_buffer(std::move(what), p.bounds[b].width, 0, true, sp);
         }
     }
     for (std::size_t b = 1; b < last; ++b)
-        p.bounds[b].grad = p.add_buffer("dx" + std::to_string(b) + " (gradient)", p.bounds[b].width, 0, false);
-    if (zs) p.zs = p.add_buffer("scratch: maxout pieces", zs, 0, true);
-    if (dz) p.dz = p.add_buffer("scratch: gradient of a product's output", dz, 0, false);
+        p.bounds[b].grad =
+            p.add_buffer("dx" + std::to_string(b) + " (gradient)", p.bounds[b].width, 0, false, p.bounds[b].space);
+    if (p.seq) {
+        p.dy_buf = p.add_buffer("dx" + std::to_string(last) + " (the output's gradient, flattened)",
+                                p.bounds[last].width, 0, false, p.bounds[last].space);
+        if (!p.bounds[0].ints) p.dx_buf = p.add_buffer("dx0 (the input's gradient)", p.bounds[0].width, 0, false, 0);
+    }
+    if (zs) p.zs = p.add_buffer("scratch: maxout pieces", zs, 0, true, max_spaces);
+    if (dz) p.dz = p.add_buffer("scratch: gradient of a product's output", dz, 0, false, max_spaces);
     if (tmp) p.tmp = p.add_buffer("scratch: one gradient row", 0, tmp, false);
     // The backward order: stages last to first; in a stage, its ops last to first, then its input.
     std::vector<bool> written(p.bounds.size(), false);
@@ -218,6 +438,14 @@ void finalize(PlanData& p) {
                 s.ops[k].grad_assign = !written[s.ops[k].skip];
                 written[s.ops[k].skip] = true;
             }
+        if (s.prim == Prim::concat) {
+            s.part_assign.assign(s.parts.size(), 0);
+            for (std::size_t k = 0; k < s.parts.size(); ++k) {
+                s.part_assign[k] = !written[s.parts[k]];
+                written[s.parts[k]] = true;
+            }
+            continue;
+        }
         s.dx_assign = !written[s.in];
         written[s.in] = true;
     }
@@ -225,7 +453,14 @@ void finalize(PlanData& p) {
 }
 
 bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
-    if (a.stages.size() != b.stages.size() || a.bounds.size() != b.bounds.size()) {
+    for (std::size_t k = 0; k < a.spaces.size() && k < b.spaces.size(); ++k)
+        if (a.spaces[k].pad != b.spaces[k].pad) {
+            why = "a with_array's pad was " + std::to_string(a.spaces[k].pad) + ", it is now " +
+                  std::to_string(b.spaces[k].pad);
+            return false;
+        }
+    if (a.stages.size() != b.stages.size() || a.bounds.size() != b.bounds.size() ||
+        a.spaces.size() != b.spaces.size()) {
         why = "it had " + std::to_string(a.stages.size()) + " stages, it now has " + std::to_string(b.stages.size());
         return false;
     }
@@ -238,7 +473,8 @@ bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
     for (std::size_t i = 0; i < a.stages.size(); ++i) {
         const Stage &s = a.stages[i], &t = b.stages[i];
         bool same = s.prim == t.prim && s.layer == t.layer && s.in == t.in && s.out == t.out && s.nI == t.nI &&
-                    s.nO == t.nO && s.nP == t.nP && s.ops.size() == t.ops.size();
+                    s.nO == t.nO && s.nP == t.nP && s.ops.size() == t.ops.size() && s.parts == t.parts &&
+                    s.window == t.window && s.space == t.space && s.per == t.per;
         for (std::size_t k = 0; same && k < s.ops.size(); ++k)
             same = s.ops[k].kind == t.ops[k].kind && s.ops[k].node == t.ops[k].node && s.ops[k].skip == t.ops[k].skip;
         if (!same) {
@@ -265,7 +501,10 @@ Stage& Builder::open(Prim prim, std::size_t nI, std::size_t nO) {
     s.in = cur;
     s.nI = nI;
     s.nO = nO;
-    p.bounds.push_back(Boundary{nO});
+    Boundary b;
+    b.width = nO;
+    b.space = s.space = p.bounds[cur].space;
+    p.bounds.push_back(b);
     s.out = cur = p.bounds.size() - 1;
     p.stages.push_back(std::move(s));
     pinned = false;

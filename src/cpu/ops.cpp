@@ -59,7 +59,7 @@ void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
                 case Prim::none:
                     if (o != in + r * n) std::memcpy(o, in + r * n, n * sizeof(float));
                     break;
-                case Prim::layer:
+                default:  // a layer or a sequence stage: its output is already there
                     break;
             }
             if (ysave) std::memcpy(ysave + r * n, o, n * sizeof(float));
@@ -121,7 +121,7 @@ void stage_backward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
         skipg[k] = op.kind == OpKind::add ? c.grad(op.skip) : nullptr;
     }
     for (std::size_t r = 0; r < rows; ++r) {
-        float* w = (s.prim == Prim::dense || s.prim == Prim::layer) ? dz + r * n : tmp;
+        float* w = (s.prim != Prim::maxout && s.prim != Prim::none) ? dz + r * n : tmp;
         if (w != dY + r * n) std::memcpy(w, dY + r * n, n * sizeof(float));
         for (std::size_t k = nops; k-- > 0;) {
             const Op& op = s.ops[k];
@@ -174,7 +174,7 @@ void stage_backward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
                     for (std::size_t i = 0; i < n; ++i) g[i] += w[i];
                 break;
             }
-            case Prim::layer:
+            default:
                 break;
         }
     }

@@ -401,6 +401,7 @@ TEST_CASE("a tagger's predicts and training steps at random document counts and 
     for (std::size_t n = 64; n >= 1; n /= 2)
         for (std::size_t len = 48; len >= 1; len /= 2) sink += step(random_docs(rng, n, len, true));
     for (int i = 0; i < 300; ++i) sink += step(random_docs(rng, 64, 48));
+    REQUIRE(model.uses_plan());  // the sequence plan is what is counted (docs/lowering.md)
     Count c;
     for (const auto& docs : batches) sink += step(docs);
     const long n = c.stop();

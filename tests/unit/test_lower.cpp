@@ -253,7 +253,7 @@ TEST_CASE("lower: residual blocks add their input in the last stage's pass", "[l
     }
 }
 
-TEST_CASE("lower: layers it does not fuse become layer stages", "[lower]") {
+TEST_CASE("lower: layers it does not fuse become layer stages; concatenate's branches are stages", "[lower]") {
     SECTION("a HashEmbed first") {
         auto m = HashEmbed<16>(500) >> Relu<24>({.dropout = 0.2}) >> Softmax<4>();
         Ints2d ids({13, 1}, uninitialized);
@@ -270,7 +270,19 @@ TEST_CASE("lower: layers it does not fuse become layer stages", "[lower]") {
         m.initialize(X);
         const std::string d = check_plan(m, X, 32);
         INFO(d);
-        CHECK(contains(d, "stage 1: layer relu|linear 12->12 | layernorm, dropout(0.2)"));
+        CHECK(contains(d, "stage 1: gemm 12->8 | bias, relu   [x1 -> x2]"));
+        CHECK(contains(d, "stage 2: gemm 12->4 | bias   [x1 -> x3]"));
+        CHECK(contains(d, "stage 3: concat 8+4->12 | layernorm, dropout(0.2)   [x2,x3 -> x4]"));
+    }
+    SECTION("a concatenate with a noop branch, twice the same branch, and a clone") {
+        const Floats2d X = random_array(11, 6, 7);
+        auto m = (noop() | Relu<5>() | noop()) >> clone(Relu<17>({.normalize = true}), 2) >> Softmax<3>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 34);
+        INFO(d);
+        CHECK(contains(d, "concat 6+5+6->17   [x0,x1,x0 -> x2]"));
+        CHECK(contains(d, "stage 2: gemm 17->17 | bias, relu, layernorm"));
+        CHECK(contains(d, "stage 3: gemm 17->17 | bias, relu, layernorm"));
     }
     SECTION("a concatenate first, in a residual") {
         const Floats2d X = random_array(11, 12, 6);
@@ -278,7 +290,7 @@ TEST_CASE("lower: layers it does not fuse become layer stages", "[lower]") {
         m.initialize(X);
         const std::string d = check_plan(m, X, 33);
         INFO(d);
-        CHECK(contains(d, "stage 0: layer relu|linear 12->12 | residual add (x0)"));
+        CHECK(contains(d, "stage 2: concat 8+4->12 | residual add (x0)   [x1,x2 -> x3]"));
     }
 }
 

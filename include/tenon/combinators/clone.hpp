@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tenon/model/diagnostics.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
 
@@ -42,6 +43,7 @@ public:
     static constexpr std::size_t static_nI = widths::static_nI<L>();
     static constexpr std::size_t static_nO = widths::static_nO<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
+    static constexpr lowering::CloneCopies lowered_as{};  // lower(): the copies' stages in order
 
     Clone(const L& layer, std::size_t n) : Base("clone", {{"nO", static_nO}, {"nI", static_nI}}, {}) {
         copies_.reserve(n);

@@ -17,6 +17,7 @@
 
 #include "tenon/combinators/detail/parallel.hpp"
 #include "tenon/combinators/noop.hpp"
+#include "tenon/lower/lowered_as.hpp"
 
 namespace tenon {
 
@@ -86,6 +87,8 @@ public:
     }();
     template <std::size_t W>
     using with_nI = Concatenate<typename widths::rebind_nI<Ls, W>::type...>;
+    // lower(): each branch's stages from the same boundary, then a concat stage.
+    static constexpr lowering::ConcatBranches lowered_as{};
 
     template <class... Us>
         requires(sizeof...(Us) == N)

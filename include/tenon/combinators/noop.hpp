@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tenon/combinators/detail/data_ops.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
@@ -39,6 +40,7 @@ class Noop : public Layer<Noop<T>, T, T> {
 public:
     static constexpr bool width_preserving = true;  // chain passes widths through it
     Noop() : Base("noop", {}, {}) { this->mark_initialized(); }
+    static constexpr lowering::SameRows lowered_as{};  // lower(): the same rows, no stage
 
     struct Backprop {
         bool checked = false;           // false for a default Backprop (no forward ran)

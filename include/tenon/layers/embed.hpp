@@ -17,6 +17,7 @@
 
 #include "tenon/init/init.hpp"
 #include "tenon/layers/detail/embed_ids.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
@@ -50,6 +51,17 @@ public:
     }
 
     std::size_t column() const { return static_cast<std::size_t>(this->template attr_as<std::int64_t>("column")); }
+
+    // lower(): a gather of one row per id (lower/lowered_as.hpp); the rows are this layer's
+    // (with its range check, tenon-E193).
+    static constexpr lowering::TableStage lowered_as{"embed", 1};
+    static void table_keys(const Node* l, const std::int32_t* ids, std::size_t rows, std::size_t cols,
+                           std::uint32_t* keys) {
+        if constexpr (std::is_same_v<In, Ints2d>) {
+            const auto k = static_cast<const Embed*>(l)->rows_of(Ints2dCView(ids, {rows, cols}));
+            if (k.size()) std::memcpy(keys, k.data(), k.size() * sizeof(std::uint32_t));
+        }
+    }
 
     struct Backprop {
         Embed* layer = nullptr;

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "tenon/model/diagnostics.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/types/ragged.hpp"
 
@@ -113,6 +114,8 @@ public:
     }
 
     std::size_t window() const noexcept { return window_; }
+    // lower(): a window stage (lower/lowered_as.hpp), detail::seq2col as here.
+    static constexpr lowering::WindowStage lowered_as{};
 
     struct Backprop {
         std::size_t nW = 0, nI = dyn;  // dyn: a default Backprop (no forward ran)

@@ -9,12 +9,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "tenon/init/init.hpp"
 #include "tenon/layers/detail/embed_ids.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
@@ -81,6 +83,16 @@ public:
 
     std::uint32_t seed() const { return static_cast<std::uint32_t>(this->template attr_as<std::int64_t>("seed")); }
     std::size_t column() const { return static_cast<std::size_t>(this->template attr_as<std::int64_t>("column")); }
+
+    // lower(): a gather of 4 rows per id (lower/lowered_as.hpp); the keys are this layer's.
+    static constexpr lowering::TableStage lowered_as{"hashembed", 4};
+    static void table_keys(const Node* l, const std::int32_t* ids, std::size_t rows, std::size_t cols,
+                           std::uint32_t* keys) {
+        if constexpr (std::is_same_v<In, Ints2d>) {
+            const auto k = static_cast<const HashEmbed*>(l)->keys_of(Ints2dCView(ids, {rows, cols}));
+            if (k.size()) std::memcpy(keys, k.data(), k.size() * sizeof(std::uint32_t));
+        }
+    }
 
     struct Backprop {
         HashEmbed* layer = nullptr;

@@ -26,6 +26,7 @@
 #include "tenon/lower/engine.hpp"
 #include "tenon/lower/lowered_as.hpp"
 #include "tenon/lower/plan.hpp"
+#include "tenon/transfers/detail/transfer.hpp"
 
 namespace tenon {
 
@@ -47,6 +48,36 @@ template <class L>
 inline constexpr bool is_residual = false;
 template <class L>
 inline constexpr bool is_residual<Residual<L>> = true;
+
+// Whether every layer a type holds becomes a fused or sequence stage (no "layer" stage,
+// which needs its Backprop's place in the model's: clone's copies have none).
+template <class L>
+struct fully_fused;
+template <class Tuple>
+struct all_fully_fused;
+template <class... Ls>
+struct all_fully_fused<std::tuple<Ls...>> {
+    static constexpr bool value = (fully_fused<Ls>::value && ...);
+};
+template <class L>
+struct fully_fused {
+    static constexpr bool value = [] {
+        if constexpr (is_dense<L> || lowered_as_a<L, MaxoutStage> || lowered_as_a<L, RowOpStage> ||
+                      lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage>)
+            return true;
+        else if constexpr (lowered_as_a<L, OnRows> || is_residual<L>)
+            return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().layer())>>::value;
+        else if constexpr (lowered_as_a<L, ConcatBranches>)
+            return all_fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().layers())>>::value;
+        else if constexpr (lowered_as_a<L, CloneCopies>)
+            return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>()[0])>>::value;
+        else return false;
+    }();
+};
+template <class... Ls>
+struct fully_fused<Chain<Ls...>> {
+    static constexpr bool value = (fully_fused<Ls>::value && ...);
+};
 
 // A layer the plan does not fuse, behind plain function pointers. XV: the view it takes.
 template <class L, class XV>
@@ -71,24 +102,66 @@ template <class L>
 void add_erased(Builder& B, void* layer, void* slot) {
     add(B, *static_cast<L*>(layer), slot);
 }
+// `slot`: the layer's Backprop inside the model's (a layer stage keeps its Backprop there), or
+// null where the parent keeps its children's Backprops in a list made at each call (clone's).
 template <class... Ls>
 struct chain_walk<Chain<Ls...>> {
     static constexpr bool is_chain = true;
     // A loop over a table (as chain's own loops), not a recursion over the layers.
-    static void run(Builder& B, Chain<Ls...>& c, typename Chain<Ls...>::Backprop& bp) {
+    static void run(Builder& B, Chain<Ls...>& c, void* slot) {
         static constexpr void (*table[])(Builder&, void*, void*) = {&add_erased<Ls>...};
-        for (std::size_t i = 0; i < sizeof...(Ls); ++i) table[i](B, c.layers().address(i), bp.bps.address(i));
+        auto* bp = static_cast<typename Chain<Ls...>::Backprop*>(slot);
+        for (std::size_t i = 0; i < sizeof...(Ls); ++i)
+            table[i](B, c.layers().address(i), bp ? bp->bps.address(i) : nullptr);
     }
 };
 
+[[noreturn]] inline void refuse(const Node& layer, const char* why) {
+    throw Error("lower(): " + layer.name() + ": " + why, "tenon-E170");
+}
+
+// A layer the plan does not fuse: a "layer" stage that runs the layer's own predict /
+// forward (a model's first layer may take another type than Floats2d: the "head").
+template <class L>
+void add_layer(Builder& B, L& layer, void* slot) {
+    static_assert(std::is_same_v<typename L::Out, Floats2d>,
+                  "lower(): every layer of a lowered model must output a Floats2d");
+    if (!slot) refuse(layer, "a layer the plan does not fuse, inside clone()");
+    constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
+    if (head && (B.cur != 0 || B.p.seq))
+        throw Error("lower(): " + layer.name() + " takes another data type than Floats2d: only the model's "
+                    "first layer may", "tenon-E170");
+    const std::size_t nO = layer.has_dim("nO") ? layer.get_dim("nO") : B.width();
+    if (!head && layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
+    if (nO == 0 || (!head && B.width() == 0))
+        throw Error("lower(): the widths of " + layer.name() + " are not known (initialize the model first)",
+                    "tenon-E170");
+    Stage& s = B.open(Prim::layer, head ? 0 : B.p.bounds[B.cur].width, nO);
+    s.layer = &layer;
+    s.name = layer.name();
+    s.head = head;
+    using XV = std::conditional_t<head, typename L::InView, Floats2dCView>;
+    s.fns = LayerFns{&layer_fns<L, XV>::predict, &layer_fns<L, XV>::forward, &layer_fns<L, XV>::backward};
+    s.bp_offset = static_cast<std::size_t>(static_cast<const char*>(slot) - B.bp_root);
+}
+
 template <class L>
 void add(Builder& B, L& layer, void* slot) {
+    if constexpr (!chain_walk<L>::is_chain && !std::is_same_v<typename L::In, Floats2d>) {
+        if (!B.p.seq) {  // a head: the first layer of a Floats2d plan
+            if constexpr (std::is_same_v<typename L::Out, Floats2d>) return add_layer(B, layer, slot);
+            else refuse(layer, "a first layer that does not output a Floats2d");
+        }
+    }
+    if (B.p.bounds[B.cur].ints && !lowered_as_a<L, TableStage> && !lowered_as_a<L, SameRows> &&
+        !lowered_as_a<L, ConcatBranches> && !lowered_as_a<L, OnRows> && !chain_walk<L>::is_chain)
+        refuse(layer, "only an embedding table may read the ids");
     if constexpr (chain_walk<L>::is_chain) {
-        chain_walk<L>::run(B, layer, *static_cast<typename L::Backprop*>(slot));
+        chain_walk<L>::run(B, layer, slot);
     } else if constexpr (is_residual<L>) {
         const std::size_t b_in = B.cur, n = B.width();
         B.pinned = true;  // the block's input stays an array: the add reads it
-        add(B, layer.layer(), &static_cast<typename L::Backprop*>(slot)->bp);
+        add(B, layer.layer(), slot ? &static_cast<typename L::Backprop*>(slot)->bp : nullptr);
         if (B.width() != n)
             throw ShapeError("lower(): " + layer.name() + ": the layer's output width " + std::to_string(B.width()) +
                                  " is not its input width " + std::to_string(n),
@@ -126,33 +199,133 @@ void add(Builder& B, L& layer, void* slot) {
             if (layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
             B.add_op(Op{op, &layer});
         }
-    } else {
-        static_assert(std::is_same_v<typename L::Out, Floats2d>,
-                      "lower(): every layer of a lowered model must output a Floats2d");
-        constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
-        if (head && B.cur != 0)
-            throw Error("lower(): " + layer.name() + " takes another data type than Floats2d: only the model's "
-                        "first layer may", "tenon-E170");
-        const std::size_t nO = layer.has_dim("nO") ? layer.get_dim("nO") : B.width();
-        if (!head && layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
-        if (nO == 0 || (!head && B.width() == 0))
-            throw Error("lower(): the widths of " + layer.name() + " are not known (initialize the model first)",
-                        "tenon-E170");
-        Stage& s = B.open(Prim::layer, head ? 0 : B.p.bounds[B.cur].width, nO);
+    } else if constexpr (lowered_as_a<L, SameRows>) {
+        // list2ragged, ragged2list, noop: the rows stay where they are.
+    } else if constexpr (lowered_as_a<L, TableStage>) {
+        if constexpr (!std::is_same_v<typename L::In, Ints2d>) {
+            refuse(layer, "a table of other ids than Ints2d");
+        } else {
+            if (!B.p.bounds[B.cur].ints) refuse(layer, "the ids are not the plan's input");
+            Stage& s = B.open(Prim::table, B.width(), layer.get_dim("nO"));
+            s.layer = &layer;
+            s.name = layer.name();
+            s.per = L::lowered_as.per;
+            s.table_keys = &L::table_keys;
+        }
+    } else if constexpr (lowered_as_a<L, WindowStage>) {
+        constexpr bool segments = !std::is_same_v<typename L::In, Floats2d>;
+        if (segments && (!B.p.seq || B.p.bounds[B.cur].space != 0))
+            refuse(layer, "expand_window over sequences the plan does not know");
+        const std::size_t nI = B.width(), w = layer.window();
+        if (nI == 0) refuse(layer, "the width is not known (initialize the model first)");
+        if (layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
+        Stage& s = B.open(Prim::window, nI, (2 * w + 1) * nI);
         s.layer = &layer;
         s.name = layer.name();
-        s.head = head;
-        using XV = std::conditional_t<head, typename L::InView, Floats2dCView>;
-        s.fns = LayerFns{&layer_fns<L, XV>::predict, &layer_fns<L, XV>::forward, &layer_fns<L, XV>::backward};
-        s.bp_offset = static_cast<std::size_t>(static_cast<const char*>(slot) - B.bp_root);
+        s.window = w;
+        s.window_segments = segments;
+    } else if constexpr (lowered_as_a<L, OnRows>) {
+        if constexpr (!L::plan_rows) {
+            refuse(layer, "a Padded input (the plan takes lists and ragged arrays)");
+        } else {
+            void* inner = slot ? &static_cast<typename L::Backprop*>(slot)->inner : nullptr;
+            const std::size_t pad = L::plan_pads ? layer.pad() : 0;
+            if (pad == 0) {
+                add(B, layer.layer(), inner);
+            } else {
+                // The layer sees the rows with pad zero rows around each sequence: a padded space.
+                if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
+                    refuse(layer, "a pad over other rows than the input's sequences");
+                std::size_t sp = 0;
+                for (std::size_t k = 1; k < B.p.spaces.size(); ++k)
+                    if (B.p.spaces[k].pad == pad) sp = k;
+                if (sp == 0) {
+                    if (B.p.spaces.size() == max_spaces) refuse(layer, "too many different pads");
+                    B.p.spaces.push_back(Space{pad});
+                    sp = B.p.spaces.size() - 1;
+                }
+                const std::size_t b_in = B.cur, n = B.width();
+                B.pinned = true;
+                Stage& ps = B.open(Prim::pad, n, n);
+                ps.name = "pad";
+                ps.space = B.p.bounds[ps.out].space = sp;
+                B.pinned = true;  // the pad rows must stay zero: nothing merges into the pad stage
+                add(B, layer.layer(), inner);
+                if (B.p.bounds[B.cur].space != sp) refuse(layer, "its layer changed the rows");
+                B.pinned = true;
+                Stage& us = B.open(Prim::unpad, B.width(), B.width());
+                us.name = "unpad";
+                us.space = B.p.bounds[us.out].space = B.p.bounds[b_in].space;
+            }
+        }
+    } else if constexpr (lowered_as_a<L, ConcatBranches>) {
+        const std::size_t b_in = B.cur;
+        std::vector<std::size_t> parts;
+        auto* bp = static_cast<typename L::Backprop*>(slot);
+        auto branch = [&](auto& c, void* cslot) {
+            B.cur = b_in;
+            B.pinned = true;
+            add(B, c, cslot);
+            parts.push_back(B.cur);
+        };
+        auto& kids = layer.layers();
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (branch(std::get<I>(kids), bp ? static_cast<void*>(&std::get<I>(bp->bps)) : nullptr), ...);
+        }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(kids)>>>{});
+        std::size_t w = 0;
+        for (std::size_t b : parts) {
+            if (B.p.bounds[b].ints || B.p.bounds[b].space != B.p.bounds[b_in].space)
+                refuse(layer, "a branch that does not output floats over the same rows");
+            w += B.p.bounds[b].width;
+        }
+        B.cur = parts[0];
+        Stage& s = B.open(Prim::concat, B.p.bounds[parts[0]].width, w);
+        s.name = layer.name();
+        s.parts = std::move(parts);
+        s.space = B.p.bounds[s.out].space = B.p.bounds[b_in].space;
+    } else if constexpr (lowered_as_a<L, CloneCopies>) {
+        // Clone's Backprop keeps its copies' Backprops in a list made per call: a copy that
+        // holds a layer stage (which needs a place there) makes the whole clone one layer stage.
+        using Copy = std::remove_cvref_t<decltype(layer[0])>;
+        if constexpr (fully_fused<Copy>::value) {
+            for (std::size_t i = 0; i < layer.size(); ++i) add(B, layer[i], nullptr);
+        } else if constexpr (std::is_same_v<typename L::Out, Floats2d>) {
+            add_layer(B, layer, slot);
+        } else {
+            refuse(layer, "a copy holds a layer the plan does not fuse");
+        }
+    } else {
+        add_layer(B, layer, slot);
     }
 }
 
-// Whether lower() accepts a model type: every layer it reaches outputs a Floats2d (the walk
-// goes into chains and residuals; the fused layers always do).
+// Whether lower() accepts a model type: every layer it reaches outputs a Floats2d, or is one
+// the walk knows on sequences (the walk goes into chains, residual, concatenate, clone and
+// with_array). A model accepted here may still be refused when the plan is made (tenon-E170:
+// a layer the walk cannot place); the engine then runs the layers.
+template <class L>
+struct plannable;
+template <class L>
+constexpr bool plannable_v = plannable<L>::value;
+template <class Tuple>
+struct all_plannable;
+template <class... Ls>
+struct all_plannable<std::tuple<Ls...>> {
+    static constexpr bool value = (plannable<Ls>::value && ...);
+};
 template <class L>
 struct plannable {
-    static constexpr bool value = std::is_same_v<typename L::Out, Floats2d>;
+    static constexpr bool value = [] {
+        if constexpr (lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage>)
+            return true;
+        else if constexpr (lowered_as_a<L, OnRows>)
+            return L::plan_rows && plannable<std::remove_cvref_t<decltype(std::declval<L&>().layer())>>::value;
+        else if constexpr (lowered_as_a<L, ConcatBranches>)
+            return all_plannable<std::remove_cvref_t<decltype(std::declval<L&>().layers())>>::value;
+        else if constexpr (lowered_as_a<L, CloneCopies>)
+            return plannable<std::remove_cvref_t<decltype(std::declval<L&>()[0])>>::value;
+        else return std::is_same_v<typename L::Out, Floats2d>;
+    }();
 };
 template <class... Ls>
 struct plannable<Chain<Ls...>> {
@@ -162,6 +335,35 @@ template <class L>
 struct plannable<Residual<L>> {
     static constexpr bool value = plannable<L>::value;
 };
+
+// The sequence types a plan takes and gives: a list of arrays, or a ragged array (rows of
+// every sequence back to back), over floats or (input only) int32 ids.
+template <class T>
+struct seq_type {
+    static constexpr bool value = false, list = false, ints = false;
+    using Array = void;
+};
+template <class A>
+struct seq_type<List<A>> {
+    static constexpr bool value = std::is_same_v<A, Floats2d> || std::is_same_v<A, Ints2d>;
+    static constexpr bool list = true, ints = std::is_same_v<A, Ints2d>;
+    using Array = A;
+};
+template <class A>
+struct seq_type<BasicRagged<A>> {
+    static constexpr bool value = std::is_same_v<A, Floats2d> || std::is_same_v<A, Ints2d>;
+    static constexpr bool list = false, ints = std::is_same_v<A, Ints2d>;
+    using Array = A;
+};
+// Whether a model's own calls may run a plan: its layers are plannable, and it takes a
+// Floats2d (or anything, for a first "head" layer) to a Floats2d, or a sequence to a sequence
+// of floats.
+template <class M>
+inline constexpr bool engine_types =
+    plannable<M>::value &&
+    (std::is_same_v<typename M::Out, Floats2d>
+         ? !seq_type<typename M::In>::value
+         : seq_type<typename M::In>::value && seq_type<typename M::Out>::value && !seq_type<typename M::Out>::ints);
 
 }  // namespace lowering
 
@@ -173,8 +375,15 @@ class Plan {
 public:
     using In = typename M::In;
     using InView = typename M::InView;
-    static_assert(std::is_same_v<typename M::Out, Floats2d>, "lower(): the model must output a Floats2d");
-    static constexpr bool head_input = !std::is_same_v<In, Floats2d>;
+    using Out = typename M::Out;
+    using OutView = typename M::OutView;
+    // A sequence plan: a List or Ragged of arrays (or of ids) in, a List or Ragged out, the
+    // rows of every sequence back to back in the workspace (docs/lowering.md, "Sequence models").
+    static constexpr bool seq = lowering::seq_type<In>::value;
+    static_assert(lowering::engine_types<M>,
+                  "lower(): the model must take a Floats2d (or a List / Ragged of arrays or ids) and output a "
+                  "Floats2d (or a List / Ragged of Floats2d)");
+    static constexpr bool head_input = !seq && !std::is_same_v<In, Floats2d>;
 
     explicit Plan(M& model) : model_(&model) {
         epoch_.store(detail::layout_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
@@ -220,155 +429,232 @@ public:
         const float* x0 = nullptr;        // the caller's X (Floats2d input), or x_own's
         Floats2d x_own;                   // a copy of X, when the caller may free it (the engine)
         Floats2d head_out;                // boundary 1 when the first layer is a head
+        Ints1d lengths;                   // a sequence plan's: the input's sequences
+        std::size_t nonempty = 0, in_cols = 0;
         mutable typename M::Backprop store{};  // the Backprops of "layer" stages
         // Backpropagates dY: adds to the parameters' gradients and returns dX.
-        In operator()(Floats2dCView dY) const { return run(dY, true); }
+        In operator()(OutView dY) const { return run(dY, true); }
         // The same without dX (its product is skipped): for a training loop that discards the
         // input's gradient, as a top-level model's does. Saves a product as large as the first
         // layer's forward.
-        void params_only(Floats2dCView dY) const { run(dY, false); }
+        void params_only(OutView dY) const { run(dY, false); }
 
     private:
-        In run(Floats2dCView dY, bool input_grad) const {
+        In run(OutView dY, bool input_grad) const {
             plan->require_current();
             const lowering::PlanData& p = plan->p_;
             const std::size_t nO = p.bounds.back().width;
-            if (dY.shape(0) != rows || dY.shape(1) != nO)
-                throw ShapeError("plan of " + p.model_name + ": backprop: expected a gradient of shape (" +
-                                     std::to_string(rows) + ", " + std::to_string(nO) + ") like the output, but found (" +
-                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
-                                 "tenon-E111");
             In dX{};
             lowering::Ctx c = plan->ctx(const_cast<float*>(ws.data()), rows, true);
-            c.x0 = x0;
-            c.b1 = head_out.size() ? const_cast<float*>(head_out.data()) : nullptr;
-            c.dy = dY.data();
-            if constexpr (!head_input) {
-                if (input_grad) {
-                    dX = Floats2d({rows, p.bounds[0].width}, uninitialized);
-                    c.dx0 = dX.data();
+            if constexpr (seq) {
+                plan->seq_rows(c, lengths, rows, nonempty);
+                c.in_cols = in_cols;
+                c.x0 = p.in_buf != lowering::npos ? c.buf(p.in_buf) : nullptr;
+                float* dy = c.buf(p.dy_buf);
+                plan->seq_take_grad(dY, lengths, nO, dy);
+                c.dy = dy;
+                if (input_grad && p.dx_buf != lowering::npos) c.dx0 = c.buf(p.dx_buf);
+            } else {
+                if (dY.shape(0) != rows || dY.shape(1) != nO)
+                    throw ShapeError("plan of " + p.model_name + ": backprop: expected a gradient of shape (" +
+                                         std::to_string(rows) + ", " + std::to_string(nO) +
+                                         ") like the output, but found (" + std::to_string(dY.shape(0)) + ", " +
+                                         std::to_string(dY.shape(1)) + ")",
+                                     "tenon-E111");
+                c.x0 = x0;
+                c.b1 = head_out.size() ? const_cast<float*>(head_out.data()) : nullptr;
+                c.dy = dY.data();
+                if constexpr (!head_input) {
+                    if (input_grad) {
+                        dX = Floats2d({rows, p.bounds[0].width}, uninitialized);
+                        c.dx0 = dX.data();
+                    }
                 }
             }
             char* root = reinterpret_cast<char*>(&store);
             for (std::size_t si = p.stages.size(); si-- > 0;) {
                 const lowering::Stage& s = p.stages[si];
                 const lowering::StageParams sp = lowering::resolve(s, true, true);
+                c.at(s.space);
                 if (s.prim == lowering::Prim::layer) {
-                    Floats2dCView d(c.grad(s.out), {rows, s.nO});
+                    Floats2dCView d(c.grad(s.out), {c.rows, s.nO});
                     if (!s.ops.empty()) {
                         c.ops->stage_backward_rows(s, sp, c);
-                        d = Floats2dCView(lowering::dz_of(s, c), {rows, s.nO});
+                        d = Floats2dCView(lowering::dz_of(s, c), {c.rows, s.nO});
                     }
-                    if (s.head) {
-                        s.fns.backward(root + s.bp_offset, d, &dX);
-                    } else {
-                        Floats2d g;
-                        s.fns.backward(root + s.bp_offset, d, &g);
-                        float* to = c.grad(s.in);
-                        if (!to) continue;  // the input's gradient, not wanted
-                        if (s.dx_assign) std::memcpy(to, g.data(), g.size() * sizeof(float));
-                        else
-                            for (std::size_t i = 0, e = g.size(); i < e; ++i) to[i] += g[i];
+                    if constexpr (head_input) {
+                        if (s.head) {
+                            s.fns.backward(root + s.bp_offset, d, &dX);
+                            continue;
+                        }
                     }
+                    Floats2d g;
+                    s.fns.backward(root + s.bp_offset, d, &g);
+                    float* to = c.grad(s.in);
+                    if (!to) continue;  // the input's gradient, not wanted
+                    if (s.dx_assign) std::memcpy(to, g.data(), g.size() * sizeof(float));
+                    else
+                        for (std::size_t i = 0, e = g.size(); i < e; ++i) to[i] += g[i];
+                } else if (lowering::is_seq_prim(s.prim)) {
+                    const float* d = c.grad(s.out);
+                    if (!s.ops.empty()) {
+                        c.ops->stage_backward_rows(s, sp, c);
+                        d = lowering::dz_of(s, c);
+                    }
+                    lowering::seq_backward(s, c, d);
                 } else {
                     c.ops->stage_backward_rows(s, sp, c);
                     if (s.prim != lowering::Prim::none) lowering::product_backward(s, sp, c);
                 }
+            }
+            if constexpr (seq) {
+                if (input_grad) dX = plan->seq_input_grad(c, lengths, rows, in_cols);
             }
             return dX;
         }
     };
 
     // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
-    Floats2d predict(InView X) const {
+    Out predict(InView X) const {
         require_current();
         check_finite_input(X, "predict");
         const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
-        Floats2d head;
-        std::size_t rows = 0;
-        std::size_t first = 0;
-        if constexpr (head_input) {
-            const auto& s0 = p_.stages[0];
-            s0.fns.predict(s0.layer, &X, head);
-            check_head(head);
-            rows = head.shape(0);
-            first = 1;
+        if constexpr (seq) {
+            Ints1d lengths;
+            std::size_t nonempty = 0, cols = 0;
+            const std::size_t rows = seq_measure(X, lengths, nonempty, cols);
+            lowering::Ctx c = ctx(nullptr, rows, false);
+            seq_rows(c, lengths, rows, nonempty);
+            Floats1d ws({p_.ws_floats(c.srows, false)}, uninitialized);
+            c.ws = ws.data();
+            Ints2d ids;
+            seq_put_input(c, X, ids, cols);
+            c.y = c.buf(p_.bounds.back().act);
+            run_forward(c, 0, nullptr);
+            return seq_output(c, lengths);
         } else {
-            check_input(X);
-            rows = X.shape(0);
-        }
-        Floats1d ws({p_.ws_floats(rows, false)}, uninitialized);
-        lowering::Ctx c = ctx(ws.data(), rows, false);
-        Floats2d Y;
-        if constexpr (head_input) {
-            c.b1 = head.data();
-            if (p_.bounds.size() == 2) {
-                if (!p_.stages[0].ops.empty()) c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], false), c);
-                return head;
+            Floats2d head;
+            std::size_t rows = 0;
+            std::size_t first = 0;
+            if constexpr (head_input) {
+                const auto& s0 = p_.stages[0];
+                s0.fns.predict(s0.layer, &X, head);
+                check_head(head);
+                rows = head.shape(0);
+                first = 1;
+            } else {
+                check_input(X);
+                rows = X.shape(0);
             }
-        } else {
-            c.x0 = X.data();
+            Floats1d ws({p_.ws_floats(rows, false)}, uninitialized);
+            lowering::Ctx c = ctx(ws.data(), rows, false);
+            Floats2d Y;
+            if constexpr (head_input) {
+                c.b1 = head.data();
+                if (p_.bounds.size() == 2) {
+                    if (!p_.stages[0].ops.empty())
+                        c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], false), c);
+                    return head;
+                }
+            } else {
+                c.x0 = X.data();
+            }
+            Y = Floats2d({rows, p_.bounds.back().width}, uninitialized);
+            c.y = Y.data();
+            run_forward(c, first, nullptr);
+            return Y;
         }
-        Y = Floats2d({rows, p_.bounds.back().width}, uninitialized);
-        c.y = Y.data();
-        run_forward(c, first, nullptr);
-        return Y;
     }
 
     // Training: (Y, backprop). X is read again by backprop (not copied): keep it alive.
-    std::pair<Floats2d, Backprop> begin_update(InView X) {
+    std::pair<Out, Backprop> begin_update(InView X) {
         Backprop bp;
-        Floats2d Y = forward(X, bp, false);
+        Out Y = forward(X, bp, false);
         return {std::move(Y), std::move(bp)};
     }
     // The same into a given Backprop; copy_input: keep a copy of X in it (the model's own
-    // begin_update, whose caller may free X before calling backprop).
-    Floats2d forward(InView X, Backprop& bp, bool copy_input) {
+    // begin_update, whose caller may free X before calling backprop). A sequence plan always
+    // keeps what it needs in its workspace.
+    Out forward(InView X, Backprop& bp, bool copy_input) {
         require_current();
         check_finite_input(X, "begin_update");
         const detail::FiniteCheckOff inner;
         bp.plan = this;
-        std::size_t first = 0;
-        char* root = reinterpret_cast<char*>(&bp.store);
-        if constexpr (head_input) {
-            const auto& s0 = p_.stages[0];
-            s0.fns.forward(s0.layer, &X, root + s0.bp_offset, bp.head_out);
-            check_head(bp.head_out);
-            bp.rows = bp.head_out.shape(0);
-            first = 1;
+        if constexpr (seq) {
+            bp.rows = seq_measure(X, bp.lengths, bp.nonempty, bp.in_cols);
+            lowering::Ctx c = ctx(nullptr, bp.rows, true);
+            seq_rows(c, bp.lengths, bp.rows, bp.nonempty);
+            bp.ws = Floats1d({p_.ws_floats(c.srows, true)}, uninitialized);
+            c.ws = bp.ws.data();
+            Ints2d ids;
+            seq_put_input(c, X, ids, bp.in_cols);
+            c.y = c.buf(p_.bounds.back().act);
+            run_forward(c, 0, reinterpret_cast<char*>(&bp.store));
+            return seq_output(c, bp.lengths);
         } else {
-            check_input(X);
-            bp.rows = X.shape(0);
-            if (copy_input) {
-                bp.x_own = Floats2d({X.shape(0), X.shape(1)}, uninitialized);
-                std::memcpy(bp.x_own.data(), X.data(), X.size() * sizeof(float));
-                bp.x0 = bp.x_own.data();
+            std::size_t first = 0;
+            char* root = reinterpret_cast<char*>(&bp.store);
+            if constexpr (head_input) {
+                const auto& s0 = p_.stages[0];
+                s0.fns.forward(s0.layer, &X, root + s0.bp_offset, bp.head_out);
+                check_head(bp.head_out);
+                bp.rows = bp.head_out.shape(0);
+                first = 1;
             } else {
-                bp.x0 = X.data();
+                check_input(X);
+                bp.rows = X.shape(0);
+                if (copy_input) {
+                    bp.x_own = Floats2d({X.shape(0), X.shape(1)}, uninitialized);
+                    std::memcpy(bp.x_own.data(), X.data(), X.size() * sizeof(float));
+                    bp.x0 = bp.x_own.data();
+                } else {
+                    bp.x0 = X.data();
+                }
             }
+            bp.ws = Floats1d({p_.ws_floats(bp.rows, true)}, uninitialized);
+            lowering::Ctx c = ctx(bp.ws.data(), bp.rows, true);
+            c.x0 = bp.x0;
+            c.b1 = bp.head_out.size() ? bp.head_out.data() : nullptr;
+            const std::size_t nO = p_.bounds.back().width;
+            Floats2d Y({bp.rows, nO}, uninitialized);
+            c.y = Y.data();
+            if (head_input && p_.bounds.size() == 2) {
+                if (!p_.stages[0].ops.empty())
+                    c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], true), c);
+                std::memcpy(Y.data(), bp.head_out.data(), Y.size() * sizeof(float));
+            } else {
+                run_forward(c, first, root);
+                if (p_.final_in_ws) std::memcpy(Y.data(), c.act(p_.bounds.size() - 1), Y.size() * sizeof(float));
+            }
+            return Y;
         }
-        bp.ws = Floats1d({p_.ws_floats(bp.rows, true)}, uninitialized);
-        lowering::Ctx c = ctx(bp.ws.data(), bp.rows, true);
-        c.x0 = bp.x0;
-        c.b1 = bp.head_out.size() ? bp.head_out.data() : nullptr;
-        const std::size_t nO = p_.bounds.back().width;
-        Floats2d Y({bp.rows, nO}, uninitialized);
-        c.y = Y.data();
-        if (head_input && p_.bounds.size() == 2) {
-            if (!p_.stages[0].ops.empty()) c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], true), c);
-            std::memcpy(Y.data(), bp.head_out.data(), Y.size() * sizeof(float));
-        } else {
-            run_forward(c, first, root);
-            if (p_.final_in_ws) std::memcpy(Y.data(), c.act(p_.bounds.size() - 1), Y.size() * sizeof(float));
-        }
-        return Y;
     }
 
     // Whether the engine may run X through this plan without a check the model's own path
     // would word differently: the width the first stage takes, and at least one row.
     bool accepts(const InView& X) const {
-        if constexpr (head_input) return true;
-        else return X.shape(0) > 0 && X.shape(1) == p_.bounds[0].width;
+        if constexpr (seq) {
+            // Sequences of the width the plan takes (ids: all of the same columns), some rows.
+            const std::size_t want = p_.bounds[0].ints ? 0 : p_.bounds[0].width;
+            std::size_t rows = 0, cols = npos_cols;
+            auto ok = [&](const auto& a) {
+                if (a.shape(0) == 0) return true;
+                rows += a.shape(0);
+                if (cols == npos_cols) cols = a.shape(1);
+                return a.shape(1) == cols && (want == 0 || cols == want);
+            };
+            if constexpr (lowering::seq_type<In>::list) {
+                for (const auto& a : X)
+                    if (!ok(a)) return false;
+            } else {
+                if (!ok(X.data())) return false;
+            }
+            return rows > 0;
+        } else if constexpr (head_input) {
+            return true;
+        } else {
+            return X.shape(0) > 0 && X.shape(1) == p_.bounds[0].width;
+        }
     }
     // Whether the plan fuses anything (a plan of unfused layers alone only adds copies).
     bool fuses() const {
@@ -384,15 +670,142 @@ public:
     M& model() const noexcept { return *model_; }
 
 private:
+    static constexpr std::size_t npos_cols = static_cast<std::size_t>(-1);
     lowering::Ctx ctx(float* ws, std::size_t rows, bool train) const {
         lowering::Ctx c;
         c.p = &p_;
         c.ops = &model_->ops();
         c.ws = ws;
-        c.rows = rows;
-        c.r16 = lowering::PlanData::r16(rows);
+        std::size_t r[lowering::max_spaces + 1];
+        p_.space_rows(rows, 0, r);
+        c.set_rows(r);
         c.train = train;
         return c;
+    }
+    // ---- A sequence plan's input and output (the rows back to back, space 0).
+    // The rows, the sequences' lengths, how many have rows, and the ids' columns.
+    std::size_t seq_measure(const InView& X, Ints1d& lengths, std::size_t& nonempty, std::size_t& cols) const {
+        std::size_t rows = 0;
+        nonempty = 0;
+        cols = 0;
+        if constexpr (lowering::seq_type<In>::list) {
+            lengths = Ints1d({X.size()}, uninitialized);
+            for (std::size_t i = 0; i < X.size(); ++i) {
+                const std::size_t n = X[i].shape(0);
+                lengths[i] = static_cast<std::int32_t>(n);
+                rows += n;
+                nonempty += n != 0;
+                if (n) cols = X[i].shape(1);
+            }
+        } else {
+            lengths = X.lengths();
+            for (auto l : lengths) nonempty += l > 0;
+            rows = X.rows();
+            cols = X.data().shape(1);
+        }
+        return rows;
+    }
+    void seq_rows(lowering::Ctx& c, const Ints1d& lengths, std::size_t rows, std::size_t nonempty) const {
+        std::size_t r[lowering::max_spaces + 1];
+        p_.space_rows(rows, nonempty, r);
+        c.set_rows(r);
+        c.lengths = lengths.data();
+        c.nseg = lengths.size();
+    }
+    // Floats: copied into the workspace; ids: read where they are (a list's joined into ids).
+    void seq_put_input(lowering::Ctx& c, const InView& X, Ints2d& ids, std::size_t cols) const {
+        c.in_cols = cols;
+        const std::size_t rows = c.srows[0];
+        if constexpr (lowering::seq_type<In>::ints) {
+            if constexpr (lowering::seq_type<In>::list) {
+                ids = Ints2d({rows, cols}, uninitialized);
+                std::int32_t* to = ids.data();
+                for (const auto& a : X) {
+                    if (a.size()) std::memcpy(to, a.data(), a.size() * sizeof(std::int32_t));
+                    to += a.size();
+                }
+                c.x0 = reinterpret_cast<const float*>(ids.data());
+            } else {
+                c.x0 = reinterpret_cast<const float*>(X.data().data());
+            }
+        } else {
+            float* to = c.buf(p_.in_buf);
+            c.x0 = to;
+            if constexpr (lowering::seq_type<In>::list) {
+                for (const auto& a : X) {
+                    if (a.size()) std::memcpy(to, a.data(), a.size() * sizeof(float));
+                    to += a.size();
+                }
+            } else {
+                if (rows) std::memcpy(to, X.data().data(), X.data().size() * sizeof(float));
+            }
+        }
+    }
+    Out seq_output(const lowering::Ctx& c, const Ints1d& lengths) const {
+        const std::size_t nO = p_.bounds.back().width, rows = c.srows[0];
+        const float* y = c.act(p_.bounds.size() - 1);
+        if constexpr (lowering::seq_type<Out>::list) {
+            Out out;
+            out.reserve(lengths.size());
+            for (auto l : lengths) {
+                Floats2d a({static_cast<std::size_t>(l), nO}, uninitialized);
+                if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
+                y += a.size();
+                out.push_back(std::move(a));
+            }
+            return out;
+        } else {
+            Floats2d a({rows, nO}, uninitialized);
+            if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
+            return Out(std::move(a), lengths);
+        }
+    }
+    // The output's gradient, flattened into the workspace, after checking it has the output's
+    // sequences (tenon-E170, as the transfers word it) and width (tenon-E111).
+    void seq_take_grad(const OutView& dY, const Ints1d& lengths, std::size_t nO, float* to) const {
+        const std::string who = "plan of " + p_.model_name;
+        auto width = [&](std::size_t w) {
+            if (w != nO)
+                throw ShapeError(who + ": backprop: expected a gradient of width " + std::to_string(nO) +
+                                     " like the output, but found " + std::to_string(w),
+                                 "tenon-E111");
+        };
+        if constexpr (lowering::seq_type<Out>::list) {
+            detail::xfer::check_list_lengths(who, lengths, dY);
+            for (const auto& a : dY) {
+                if (!a.size()) continue;
+                width(a.shape(1));
+                std::memcpy(to, a.data(), a.size() * sizeof(float));
+                to += a.size();
+            }
+        } else {
+            detail::xfer::check_lengths(who, lengths, dY.lengths());
+            width(dY.data().shape(1));
+            if (dY.data().size()) std::memcpy(to, dY.data().data(), dY.data().size() * sizeof(float));
+        }
+    }
+    // The input's gradient: zeros for ids (as the tables' own backprops give), else the
+    // workspace's dx0 split into the sequences.
+    In seq_input_grad(const lowering::Ctx& c, const Ints1d& lengths, std::size_t rows, std::size_t cols) const {
+        using A = typename lowering::seq_type<In>::Array;
+        const std::size_t w = lowering::seq_type<In>::ints ? cols : p_.bounds[0].width;
+        const float* g = c.dx0;
+        auto part = [&](std::size_t n) {
+            A a({n, w});
+            if constexpr (!lowering::seq_type<In>::ints) {
+                if (g && a.size()) std::memcpy(a.data(), g, a.size() * sizeof(float));
+                if (g) g += a.size();
+            }
+            return a;
+        };
+        if constexpr (lowering::seq_type<In>::list) {
+            In out;
+            out.reserve(lengths.size());
+            for (auto l : lengths) out.push_back(part(static_cast<std::size_t>(l)));
+            return out;
+        } else {
+            return In(part(rows), lengths);
+        }
     }
     // The model's input check (tenon-E252), as the model's own entry points make it.
     void check_finite_input(const InView& X, const char* call) const {
@@ -407,7 +820,7 @@ private:
                              "tenon-E111");
     }
     void check_input(const InView& X) const {
-        if constexpr (!head_input) {
+        if constexpr (!head_input && !seq) {
             if (X.shape(1) != p_.bounds[0].width)
                 throw ShapeError("plan of " + p_.model_name + ": expected input width " +
                                      std::to_string(p_.bounds[0].width) + " but found " + std::to_string(X.shape(1)),
@@ -419,8 +832,12 @@ private:
         for (std::size_t si = first; si < p_.stages.size(); ++si) {
             const lowering::Stage& s = p_.stages[si];
             const lowering::StageParams sp = lowering::resolve(s, c.train);
+            c.at(s.space);
             if (s.prim == lowering::Prim::dense || s.prim == lowering::Prim::maxout) {
                 lowering::product_forward(s, sp, c);
+            } else if (lowering::is_seq_prim(s.prim)) {
+                lowering::seq_forward(s, c);
+                if (s.ops.empty()) continue;
             } else if (s.prim == lowering::Prim::layer) {
                 // An unfused layer: its own predict/forward, its output copied into the workspace.
                 const Floats2dCView x(c.act(s.in), {c.rows, s.nI});
@@ -444,13 +861,25 @@ private:
             throw Error("lower(): " + model.name() + " is not initialised: call initialize() first", "tenon-E170");
         p.model_name = model.name();
         p.bounds.push_back(lowering::Boundary{});
-        if constexpr (!head_input)
+        p.seq = seq;
+        if constexpr (seq) {
+            p.bounds[0].ints = lowering::seq_type<In>::ints;
+            if (!p.bounds[0].ints && model.has_dim("nI")) p.bounds[0].width = model.get_dim("nI");
+        } else if constexpr (!head_input) {
             if (model.has_dim("nI")) p.bounds[0].width = model.get_dim("nI");
+        }
         typename M::Backprop dummy{};
         lowering::Builder B{p, reinterpret_cast<const char*>(&dummy)};
         lowering::add(B, model, &dummy);
         if (p.stages.empty())
             throw Error("lower(): " + model.name() + " has no stage", "tenon-E170");
+        if constexpr (seq) {
+            const lowering::Boundary& last = p.bounds.back();
+            if (last.ints || last.space != 0 || p.bounds.size() < 2)
+                throw Error("lower(): " + model.name() + ": the output is not one row per input row", "tenon-E170");
+            if (!p.bounds[0].ints && p.bounds[0].width == 0)
+                throw Error("lower(): " + model.name() + ": the input width is not known", "tenon-E170");
+        }
         lowering::finalize(p);
     }
     bool matches_model(std::string& why) const {
@@ -486,7 +915,7 @@ namespace lowering {
 // nothing, a model lower() cannot walk (it says why; the layers then run and give the error).
 template <class M>
 const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
-    if constexpr (!plannable<M>::value || !std::is_same_v<typename M::Out, Floats2d>) {
+    if constexpr (!engine_types<M>) {
         return nullptr;
     } else {
         if (!use_plans()) return nullptr;
@@ -517,7 +946,7 @@ const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
 
 template <class M>
 bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y) {
-    if constexpr (!plannable<M>::value || !std::is_same_v<typename M::Out, Floats2d>) {
+    if constexpr (!engine_types<M>) {
         return false;
     } else {
         const Plan<M>* plan = engine_plan(const_cast<M&>(model), slot);
@@ -530,7 +959,7 @@ bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, type
 template <class M>
 bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
                     EngineBackprop<typename M::In, typename M::OutView>& bp) {
-    if constexpr (!plannable<M>::value || !std::is_same_v<typename M::Out, Floats2d>) {
+    if constexpr (!engine_types<M>) {
         return false;
     } else {
         const Plan<M>* plan = engine_plan(model, slot);

@@ -33,4 +33,23 @@ struct RowOpStage {
     OpKind op;
 };
 
+// The layers and combinators of sequence models (docs/lowering.md, "Sequence models"):
+// An embedding table (Embed, HashEmbed): `per` rows of E summed for each row of ids; the
+// keys come from the layer's static table_keys (its own hashing / range checks).
+struct TableStage {
+    const char* name;
+    unsigned per;
+};
+// expand_window: seq2col over the rows (the layer's window(); per sequence for Ragged).
+struct WindowStage {};
+// A transfer that only regroups the same rows (list2ragged, ragged2list, noop): no stage.
+struct SameRows {};
+// with_array: its layer runs on the rows (with pad: on the rows with pad zero rows around
+// each sequence, a padded space), its plan_rows says whether the kind of input allows it.
+struct OnRows {};
+// concatenate: every branch reads the same boundary, a concat stage joins their columns.
+struct ConcatBranches {};
+// clone: the copies one after the other.
+struct CloneCopies {};
+
 }  // namespace tenon::lowering

@@ -34,7 +34,27 @@ inline constexpr std::size_t max_ops = 8;
 // A forward row pass over at least this many values is split over the threads.
 inline constexpr std::size_t row_pass_split_work = 8192;
 
-enum class Prim : std::uint8_t { none, dense, maxout, layer };
+// dense, maxout: a matrix product; layer: an unfused layer's own code; the sequence stages
+// (docs/lowering.md, "Sequence models"): table (an embedding table's gather: Embed,
+// HashEmbed), window (expand_window's seq2col), concat (concatenate's columns), pad / unpad
+// (with_array's zero rows between the sequences, Thinc's flatten / unflatten with pad).
+enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, concat, pad, unpad };
+
+// The row spaces of a plan: each boundary's rows are those of one space. Space 0 is the
+// input's rows (a batch, or every sequence's rows back to back); a padded space is space 0's
+// rows with `pad` zero rows before, between and after the non-empty sequences (with_array's
+// pad). The last index (max_spaces) is no space but the largest of them: scratch shared by
+// stages of every space is sized by it.
+inline constexpr std::size_t max_spaces = 3;
+constexpr bool is_seq_prim(Prim p) noexcept { return p >= Prim::table; }
+struct Space {
+    std::size_t pad = 0;
+};
+
+// The keys of an embedding table's rows for each input row (the layer's own code: Embed's
+// range check, HashEmbed's MurmurHash), from the ids (rows x cols, int32).
+using TableKeysFn = void (*)(const Node* layer, const std::int32_t* ids, std::size_t rows, std::size_t cols,
+                             std::uint32_t* keys);
 
 // One fused operation of a stage's row pass.
 struct Op {
@@ -70,23 +90,36 @@ struct Stage {
     std::size_t bp_offset = 0;         // of the layer's Backprop in the plan's Backprop storage
     bool dx_assign = true;             // first write of the input boundary's gradient (= not +=)
     std::vector<Op> ops;
+    // The sequence stages' data.
+    std::size_t space = 0;             // the space of the output's rows (pad: the padded one)
+    std::size_t per = 1;               // table: the rows of E summed per output row (HashEmbed: 4)
+    TableKeysFn table_keys = nullptr;
+    std::size_t keys = npos, mask = npos;  // table: buffers of the keys (uint32) and the column mask
+    std::size_t window = 0;            // window: rows on each side
+    bool window_segments = false;      // window: within each sequence (expand_window<Ragged>), else all rows
+    std::vector<std::size_t> parts;    // concat: the boundaries whose columns it joins
+    std::vector<char> part_assign;     // concat: first write of each part's gradient
 };
 
 struct Boundary {
     std::size_t width = 0;
+    std::size_t space = 0;             // whose rows (Space)
+    bool ints = false;                 // int32 ids (a sequence plan's input for a table), not floats
     std::size_t act = npos;            // workspace buffer of the activation (npos: outside it)
     std::size_t grad = npos;           // workspace buffer of its gradient (npos: outside it)
     bool read_back = false;            // the backward pass reads this activation
 };
 
 // A region of the workspace: rows * per_row + fixed floats (per_row 0 with fixed > 0: one
-// row of scratch). Offsets are r16 * pre_row + pre_fixed, r16 the batch size rounded up to
-// 16, so every region starts 64-byte aligned and an offset costs one multiply per call.
+// row of scratch), the rows those of its space. Offsets are the sum over the spaces of
+// r16 * pre_row + pre_fixed, r16 a space's rows rounded up to 16, so every region starts
+// 64-byte aligned and an offset costs a few multiplies per call.
 struct Buffer {
     std::string what;
     std::size_t per_row = 0, fixed = 0;
     bool in_predict = false;
-    std::size_t pre_row[2] = {0, 0}, pre_fixed[2] = {0, 0};  // [0] predict, [1] training
+    std::size_t space = 0;             // 0 .. max_spaces - 1, or max_spaces: the largest
+    std::size_t pre_row[2][max_spaces + 1] = {}, pre_fixed[2] = {0, 0};  // [0] predict, [1] training
 };
 
 struct PlanData {
@@ -94,30 +127,62 @@ struct PlanData {
     std::vector<Stage> stages;
     std::vector<Boundary> bounds;
     std::vector<Buffer> bufs;
-    std::size_t total_row[2] = {0, 0}, total_fixed[2] = {0, 0};
+    std::vector<Space> spaces{Space{}};
+    std::size_t total_row[2][max_spaces + 1] = {}, total_fixed[2] = {0, 0};
     std::size_t dz = npos, zs = npos, tmp = npos;  // scratch: dZ of a stage, maxout's Z, one row
     bool final_in_ws = false;                     // training keeps the output in the workspace
+    // A sequence plan (input List / Ragged): the input, the output's gradient and the input's
+    // gradient are flattened into the workspace (space 0's rows).
+    bool seq = false;
+    std::size_t in_buf = npos, dy_buf = npos, dx_buf = npos;
 
-    std::size_t add_buffer(std::string what, std::size_t per_row, std::size_t fixed, bool in_predict) {
-        bufs.push_back(Buffer{std::move(what), per_row, fixed, in_predict, {0, 0}, {0, 0}});
+    std::size_t add_buffer(std::string what, std::size_t per_row, std::size_t fixed, bool in_predict,
+                           std::size_t space = 0) {
+        Buffer b;
+        b.what = std::move(what);
+        b.per_row = per_row;
+        b.fixed = fixed;
+        b.in_predict = in_predict;
+        b.space = space;
+        bufs.push_back(std::move(b));
         return bufs.size() - 1;
     }
     void layout() {
         for (int t = 0; t < 2; ++t) {
-            std::size_t row = 0, fixed = 0;
+            std::size_t row[max_spaces + 1] = {}, fixed = 0;
             for (auto& b : bufs) {
                 if (t == 0 && !b.in_predict) continue;
-                b.pre_row[t] = row;
+                for (std::size_t k = 0; k <= max_spaces; ++k) b.pre_row[t][k] = row[k];
                 b.pre_fixed[t] = fixed;
-                row += b.per_row;
+                row[b.space] += b.per_row;
                 fixed += (b.fixed + 15) / 16 * 16;
             }
-            total_row[t] = row;
+            for (std::size_t k = 0; k <= max_spaces; ++k) total_row[t][k] = row[k];
             total_fixed[t] = fixed;
         }
     }
     static std::size_t r16(std::size_t rows) { return (rows + 15) / 16 * 16; }
-    std::size_t ws_floats(std::size_t rows, bool train) const { return r16(rows) * total_row[train] + total_fixed[train]; }
+    // The rows of each space (and the largest, at max_spaces) for a call whose input has
+    // `rows` rows in `nseg` sequences of which `nonempty` have rows.
+    void space_rows(std::size_t rows, std::size_t nonempty, std::size_t out[max_spaces + 1]) const {
+        out[max_spaces] = 0;
+        for (std::size_t k = 0; k < max_spaces; ++k) {
+            out[k] = k >= spaces.size() ? 0
+                     : spaces[k].pad && nonempty ? rows + (nonempty + 1) * spaces[k].pad
+                                                 : rows;
+            out[max_spaces] = out[k] > out[max_spaces] ? out[k] : out[max_spaces];
+        }
+    }
+    std::size_t ws_floats(const std::size_t rows[max_spaces + 1], bool train) const {
+        std::size_t n = total_fixed[train];
+        for (std::size_t k = 0; k <= max_spaces; ++k) n += r16(rows[k]) * total_row[train][k];
+        return n;
+    }
+    std::size_t ws_floats(std::size_t rows, bool train) const {
+        std::size_t r[max_spaces + 1];
+        space_rows(rows, 0, r);
+        return ws_floats(r, train);
+    }
 };
 
 // Where a call's arrays are.
@@ -125,7 +190,11 @@ struct Ctx {
     const PlanData* p = nullptr;
     const Ops* ops = nullptr;    // the model's backend: products and row passes run there
     float* ws = nullptr;
-    std::size_t rows = 0, r16 = 0;
+    std::size_t rows = 0, r16 = 0;  // the rows of the stage that runs (its space's)
+    std::size_t srows[max_spaces + 1] = {}, sr16[max_spaces + 1] = {};  // each space's
+    const std::int32_t* lengths = nullptr;  // a sequence plan's: the input's sequences
+    std::size_t nseg = 0;
+    std::size_t in_cols = 0;                // ... and the columns of its ids
     bool train = false;
     const float* x0 = nullptr;   // boundary 0 (the input), when it is a Floats2d
     float* b1 = nullptr;         // boundary 1 when a head layer made it (its own array)
@@ -135,7 +204,22 @@ struct Ctx {
 
     float* buf(std::size_t id) const {
         const Buffer& b = p->bufs[id];
-        return ws + r16 * b.pre_row[train] + b.pre_fixed[train];
+        std::size_t off = b.pre_fixed[train];
+        for (std::size_t k = 0; k <= max_spaces; ++k) off += sr16[k] * b.pre_row[train][k];
+        return ws + off;
+    }
+    void set_rows(const std::size_t r[max_spaces + 1]) {
+        for (std::size_t k = 0; k <= max_spaces; ++k) {
+            srows[k] = r[k];
+            sr16[k] = PlanData::r16(r[k]);
+        }
+        rows = srows[0];
+        r16 = sr16[0];
+    }
+    // The rows of a stage's output space (the row passes and products read c.rows).
+    void at(std::size_t space) {
+        rows = srows[space];
+        r16 = sr16[space];
     }
     float* act(std::size_t i) const {
         const Boundary& b = p->bounds[i];
@@ -200,6 +284,15 @@ void product_forward(const Stage& s, const StageParams& sp, const Ctx& c);
 // where dW is a lazy zero) and
 // dX = dZ W (+= where the input's gradient already holds a residual's skip part).
 void product_backward(const Stage& s, const StageParams& sp, const Ctx& c);
+
+// The sequence stages (table, window, concat, pad, unpad): forward writes the stage's
+// output from its input(s); backward takes the output's gradient d (after the stage's row
+// pass) into the parameters' gradients (table) or the inputs' gradients (the others). The
+// context's rows must be the stage's (Ctx::at). Their math is the layers' own
+// (Embed/HashEmbed's keys by the layer's function, expand_window's detail::seq2col, Thinc's
+// flatten with pad).
+void seq_forward(const Stage& s, const Ctx& c);
+void seq_backward(const Stage& s, const Ctx& c, const float* d);
 
 std::string fmt_rate(double r);
 

@@ -13,6 +13,7 @@ class List2Ragged : public detail::xfer::Transfer<List2Ragged<A>, List<A>, Basic
 
 public:
     List2Ragged() : Base("list2ragged") {}
+    static constexpr lowering::SameRows lowered_as{};  // lower(): the same rows, no stage
 
     struct Backprop {
         Ints1d lengths;

@@ -12,6 +12,7 @@ class Ragged2List : public detail::xfer::Transfer<Ragged2List<A>, BasicRagged<A>
 
 public:
     Ragged2List() : Base("ragged2list") {}
+    static constexpr lowering::SameRows lowered_as{};  // lower(): the same rows, no stage
 
     struct Backprop {
         Ints1d lengths;

@@ -157,6 +157,13 @@ public:
     explicit WithArray(WithArray<L2, Kind, Two>&& o) : Base(std::move(o)), pad_(o.pad_) {}
 
     std::size_t pad() const noexcept { return pad_; }
+    // lower(): the layer's stages on the rows (with pad: a padded space between pad and unpad
+    // stages); a Padded input keeps the layers (lower/lowered_as.hpp).
+    static constexpr lowering::OnRows lowered_as{};
+    static constexpr bool plan_rows = mode == detail::xfer::array_mode::direct ||
+                                      mode == detail::xfer::array_mode::list ||
+                                      mode == detail::xfer::array_mode::ragged;
+    static constexpr bool plan_pads = mode == detail::xfer::array_mode::list;  // pad applies to lists only
 
     struct Backprop {
         typename L::Backprop inner;

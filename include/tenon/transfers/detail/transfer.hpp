@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/diagnostics.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"

@@ -1,0 +1,227 @@
+// Sequence models as planned stages (docs/lowering.md, "Sequence models"): a model that takes
+// a List or Ragged of arrays or ids runs through one plan (tables, windows, concatenate,
+// with_array with and without pad, clone, residual, the dense layers) and gives what its
+// layers give: outputs, the input's gradient, every parameter's gradient and the weights
+// after training steps, with dropout. The reference is the same model's layers
+// (set_use_plans(false)), which the oracle tests check against Thinc.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "tenon/tenon.hpp"
+#include "unit/helpers.hpp"
+
+using namespace tenon;
+using Catch::Matchers::Contains;
+using testing::all_params;
+using testing::random_array;
+
+namespace {
+
+// Documents of ids (n, 4), lengths in [lo, hi] (0 allowed when lo == 0).
+List<Ints2d> docs(std::size_t n, std::size_t lo, std::size_t hi, std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    List<Ints2d> out;
+    for (std::size_t d = 0; d < n; ++d) {
+        const std::size_t len = lo + g() % (hi - lo + 1);
+        Ints2d a({len, 4});
+        for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<std::int32_t>(g() % 3000);
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+List<Floats2d> floats_like(const List<Ints2d>& X, std::size_t width, std::uint64_t seed) {
+    List<Floats2d> out;
+    for (std::size_t i = 0; i < X.size(); ++i) out.push_back(random_array(X[i].shape(0), width, seed + i));
+    return out;
+}
+
+double max_diff(const Floats2d& a, const Floats2d& b) {
+    if (a.shape(0) != b.shape(0) || a.shape(1) != b.shape(1)) return 1e30;
+    double m = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::abs(a.data()[i] - b.data()[i])));
+    return m;
+}
+double max_diff(const List<Floats2d>& a, const List<Floats2d>& b) {
+    if (a.size() != b.size()) return 1e30;
+    double m = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, max_diff(a[i], b[i]));
+    return m;
+}
+double max_diff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+    if (a.size() != b.size()) return 1e30;
+    double m = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].size() != b[i].size()) return 1e30;
+        for (std::size_t j = 0; j < a[i].size(); ++j)  // relative where a gradient sums many rows
+            m = std::max(m, double(std::abs(a[i][j] - b[i][j])) / std::max(1.0, double(std::abs(b[i][j]))));
+    }
+    return m;
+}
+
+// spaCy's tagger: MultiHashEmbed (4 tables, a Maxout mixer), MaxoutWindowEncoder (with_array
+// with pad, clone of residual(expand_window >> Maxout)), a Softmax head; small widths.
+auto tagger(double dropout) {
+    const MaxoutOptions mo{.nP = 3, .dropout = dropout, .normalize = true};
+    auto embed = list2ragged<Ints2d>() >>
+                 with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<16>(500, 8u, 0, 0.0), HashEmbed<16>(100, 9u, 1, 0.0),
+                                                             Embed<8>(3000, 2), HashEmbed<16>(250, 11u, 3, dropout))) >>
+                 with_array<Ragged>(Maxout<24>(mo)) >> ragged2list();
+    auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<24>(mo)), 3), 3);
+    return embed >> encode >> with_array<List<Floats2d>>(Softmax<7>());
+}
+
+List<Floats2d> grads_like(const List<Floats2d>& Y, std::uint64_t seed) {
+    List<Floats2d> out;
+    for (std::size_t i = 0; i < Y.size(); ++i) out.push_back(random_array(Y[i].shape(0), Y[i].shape(1), seed + i));
+    return out;
+}
+
+// a runs its plan, b its layers, from the same weights and seeds: outputs, the input's
+// gradient and the weights after each step agree (to rounding: the plan sums a residual's
+// gradient in another order).
+template <class M, class X>
+void train_side_by_side(M& a, const std::vector<X>& batches, int steps, double tol = 2e-5) {
+    M b = a;
+    Optimizer oa = Adam(0.01), ob = Adam(0.01);
+    for (int step = 0; step < steps; ++step) {
+        const X& x = batches[static_cast<std::size_t>(step) % batches.size()];
+        fix_random_seed(70 + step);
+        auto [Ya, bpa] = a.begin_update(x);
+        REQUIRE(a.uses_plan());
+        const auto dY = grads_like(Ya, 300 + step);
+        const auto dXa = bpa(dY);
+        decltype(Ya) Yb;
+        std::remove_cvref_t<decltype(dXa)> dXb;
+        {
+            const LayersOnly layers;
+            fix_random_seed(70 + step);
+            auto [y, bpb] = b.begin_update(x);
+            dXb = bpb(dY);
+            Yb = std::move(y);
+        }
+        CHECK(max_diff(Ya, Yb) <= tol);
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, List<Floats2d>>) CHECK(max_diff(dXa, dXb) <= tol);
+        CHECK(max_diff(testing::all_grads(a), testing::all_grads(b)) <= 5 * tol);
+        a.finish_update(oa);
+        {
+            const LayersOnly layers;
+            b.finish_update(ob);
+        }
+        CHECK(max_diff(all_params(a), all_params(b)) <= tol);
+        // predict, too
+        const auto Pa = a.predict(x);
+        REQUIRE(a.uses_plan());
+        std::remove_cvref_t<decltype(Pa)> Pb;
+        {
+            const LayersOnly layers;
+            Pb = b.predict(x);
+        }
+        CHECK(max_diff(Pa, Pb) <= tol);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("sequence plan: spaCy's tagger runs as planned stages and equals its layers", "[seq_plan]") {
+    const List<Ints2d> X = docs(9, 1, 14, 1);
+    SECTION("the stages") {
+        auto model = tagger(0.0);
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("table hashembed (4 rows per id)->16"));
+        CHECK_THAT(d, Contains("table embed (1 row per id)->8"));
+        CHECK_THAT(d, Contains("concat 16+16+8+16->56"));
+        CHECK_THAT(d, Contains("pad 24 (3 zero rows around each sequence)"));
+        CHECK_THAT(d, Contains("window 24->72 (1 each side)"));
+        CHECK_THAT(d, Contains("residual add"));
+        CHECK_THAT(d, Contains("unpad 24"));
+        CHECK_THAT(d, Contains("softmax"));
+        CHECK_THAT(d, !Contains("layer "));  // nothing runs unfused
+    }
+    SECTION("training and predict, variable batch sizes and document lengths (some empty)") {
+        auto model = tagger(0.0);
+        model.initialize(X);
+        std::vector<List<Ints2d>> batches{X, docs(3, 0, 5, 2), docs(17, 0, 30, 3), docs(1, 20, 20, 4)};
+        train_side_by_side(model, batches, 6);
+    }
+    SECTION("with dropout (the tables' column masks and the Maxouts' dropout draw as the layers do)") {
+        auto model = tagger(0.25);
+        model.initialize(X);
+        std::vector<List<Ints2d>> batches{X, docs(5, 2, 9, 5)};
+        train_side_by_side(model, batches, 4);
+    }
+}
+
+TEST_CASE("sequence plan: float sequences, Ragged in and out, concatenate with noop", "[seq_plan]") {
+    const List<Ints2d> ids = docs(7, 0, 11, 9);
+    const List<Floats2d> X = floats_like(ids, 6, 40);
+    SECTION("List<Floats2d>: with_array without pad, expand_window, concatenate(noop, ...)") {
+        auto model = list2ragged() >>
+                     with_array<Ragged>(concatenate(noop(), Relu<5>()) >> expand_window<2>() >>
+                                        Maxout<8>({.nP = 2, .normalize = true}) >> Softmax<4>()) >>
+                     ragged2list();
+        model.initialize(X);
+        CHECK_THAT(describe_plan(model), Contains("concat 6+5->11"));
+        std::vector<List<Floats2d>> batches{X, floats_like(docs(3, 1, 4, 3), 6, 50)};
+        train_side_by_side(model, batches, 3);
+    }
+    SECTION("Ragged -> Ragged with expand_window per sequence") {
+        auto model = expand_window<1, Ragged>() >> with_array<Ragged>(Relu<9>({.normalize = true}));
+        const Ragged R = to_ragged(X);
+        model.initialize(R);
+        CHECK_THAT(describe_plan(model), Contains("per sequence"));
+        Ragged Ya = model.predict(R);
+        REQUIRE(model.uses_plan());
+        Ragged Yb;
+        {
+            const LayersOnly layers;
+            Yb = model.predict(R);
+        }
+        CHECK(max_diff(Ya.data(), Yb.data()) <= 1e-6);
+        CHECK(Ya.lengths().size() == Yb.lengths().size());
+    }
+}
+
+TEST_CASE("sequence plan: a re-initialised model gets a new plan; a held plan refuses", "[seq_plan]") {
+    const List<Ints2d> ids = docs(5, 1, 8, 11);
+    const List<Floats2d> X = floats_like(ids, 6, 1), X2 = floats_like(ids, 10, 2);
+    auto make = [] {
+        return with_array<List<Floats2d>>(Relu<7>() >> expand_window<1>(), 1) >> with_array<List<Floats2d>>(Softmax<>());
+    };
+    auto model = make();
+    model.initialize(X, floats_like(ids, 3, 3));
+    auto held = lower(model);
+    CHECK(held.predict(X).size() == X.size());
+    auto other = make();
+    other.initialize(X2, floats_like(ids, 9, 4));
+    model = other;  // other widths in and out (as a loaded model's)
+    const List<Floats2d> P = model.predict(X2);
+    REQUIRE(model.uses_plan());
+    REQUIRE(P.size() == X2.size());
+    CHECK(P[0].shape(1) == 9);
+    List<Floats2d> Q;
+    {
+        const LayersOnly layers;
+        Q = model.predict(X2);
+    }
+    CHECK(max_diff(P, Q) <= 1e-6);
+    CHECK_THROWS_WITH(held.predict(X2), Contains("tenon-E172") && Contains("lower(model) again"));
+}
+
+TEST_CASE("sequence plan: bad gradients are refused with the output's shape named", "[seq_plan]") {
+    const List<Ints2d> X = docs(4, 1, 6, 12);
+    auto model = tagger(0.0);
+    model.initialize(X);
+    auto [Y, bp] = model.begin_update(X);
+    REQUIRE(model.uses_plan());
+    List<Floats2d> dY = grads_like(Y, 1);
+    dY.pop_back();
+    CHECK_THROWS_WITH(bp(dY), Contains("tenon-E170") && Contains("the layout of the output"));
+    dY = grads_like(Y, 1);
+    dY[1] = Floats2d({dY[1].shape(0), 3});
+    CHECK_THROWS_WITH(bp(dY), Contains("tenon-E111") && Contains("width 7"));
+}
