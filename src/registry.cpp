@@ -8,6 +8,7 @@
 #include <cxxabi.h>
 
 #include "tenon/combinators/add.hpp"
+#include "tenon/combinators/chain.hpp"
 #include "tenon/combinators/clone.hpp"
 #include "tenon/combinators/concatenate.hpp"
 #include "tenon/combinators/residual.hpp"
@@ -28,6 +29,7 @@
 #include "tenon/reduce/reduce_sum.hpp"
 #include "tenon/transfers/list2ragged.hpp"
 #include "tenon/transfers/ragged2list.hpp"
+#include "tenon/transfers/with_array.hpp"
 
 namespace tenon {
 namespace config {
@@ -536,8 +538,84 @@ Registry& layers() {
     return r;
 }
 
+namespace {
+// spaCy's architectures (spacy/ml/models/tok2vec.py, tagger.py) over tenon's data: a document
+// is its (tokens, features) id matrix (what spaCy's FeatureExtractor makes from the attrs), so
+// the embedding takes List[Ints2d] where spaCy takes List[Doc].
+void register_architectures(Registry& r) {
+    // MultiHashEmbed.v2: one HashEmbed per attr (seeds 8, 9, ... as spaCy), concatenated,
+    // then Maxout(nP = 3, normalize). List[Ints2d] -> List[Floats2d].
+    r.add("spacy.MultiHashEmbed.v2", Factory([](Args& a) {
+              const std::size_t width = a.dim("width");
+              if (width == dyn) fail("tenon-E311", where(a.path(), "width") + ": missing argument of spacy.MultiHashEmbed.v2");
+              const auto attrs = a.get<std::vector<std::string>>("attrs");
+              const auto rows = a.get<std::vector<std::size_t>>("rows");
+              if (a.get<bool>("include_static_vectors", false))
+                  fail("tenon-E318", where(a.path(), "include_static_vectors") +
+                                         ": static vectors are not supported by tenon's spacy.MultiHashEmbed.v2");
+              if (attrs.empty() || rows.size() != attrs.size())
+                  fail("tenon-E314", where(a.path(), "rows") + ": one row count per attr: " +
+                                         std::to_string(rows.size()) + " rows for " + std::to_string(attrs.size()) +
+                                         " attrs");
+              using Embed1 = AnyModel<Ints2d, Floats2d>;
+              auto table = [&](std::size_t i) {
+                  if (rows[i] == 0) fail("tenon-E314", where(a.path(), "rows") + ": a table of 0 rows");
+                  return Embed1(HashEmbed<>(rows[i], HashEmbedOptions{.nO = width,
+                                                                      .seed = static_cast<std::uint32_t>(8 + i),
+                                                                      .column = i,
+                                                                      .initializer = {},
+                                                                      .dropout = 0.0}));
+              };
+              // (More than two tables: two-table concatenates nested from the left; the same
+              // columns in the same order.)
+              Embed1 tables = table(0);
+              for (std::size_t i = 1; i < rows.size(); ++i) tables = Embed1(concatenate(std::move(tables), table(i)));
+              return DynModel(list2ragged<Ints2d>() >> with_array<BasicRagged<Ints2d>>(std::move(tables)) >>
+                              with_array<Ragged>(Maxout<>({.nO = width, .nI = width * rows.size(), .nP = 3,
+                                                           .init_W = {}, .init_b = {}, .dropout = 0.0,
+                                                           .normalize = true})) >>
+                              ragged2list());
+          }));
+    // MaxoutWindowEncoder.v2: depth residual blocks of expand_window >> Maxout(normalize),
+    // over each document's rows (pad: window_size * depth). List[Floats2d] -> List[Floats2d].
+    r.add("spacy.MaxoutWindowEncoder.v2", Factory([](Args& a) {
+              const std::size_t width = a.dim("width");
+              if (width == dyn) fail("tenon-E311", where(a.path(), "width") + ": missing argument of spacy.MaxoutWindowEncoder.v2");
+              const auto window = a.get<std::size_t>("window_size");
+              const auto pieces = a.get<std::size_t>("maxout_pieces");
+              const auto depth = a.get<std::size_t>("depth");
+              if (pieces == 0) fail("tenon-E314", where(a.path(), "maxout_pieces") + ": expected a positive integer, found 0");
+              auto cnn = expand_window(window) >> Maxout<>({.nO = width, .nI = width * (2 * window + 1), .nP = pieces,
+                                                            .init_W = {}, .init_b = {}, .dropout = 0.0,
+                                                            .normalize = true});
+              return DynModel(with_array<List<Floats2d>>(clone(residual(std::move(cnn)), depth), window * depth));
+          }));
+    // Tok2Vec.v2: embed >> encode.
+    r.add("spacy.Tok2Vec.v2", Factory([](Args& a) {
+              std::vector<DynModel> parts;
+              parts.push_back(a.get<DynModel>("embed"));
+              parts.push_back(a.get<DynModel>("encode"));
+              return DynModel::chain(std::move(parts), a.path());
+          }));
+    // Tagger.v2: tok2vec >> with_array(Softmax(nO, normalize_outputs = normalize)), W zero.
+    r.add("spacy.Tagger.v2", Factory([](Args& a) {
+              std::vector<DynModel> parts;
+              parts.push_back(a.get<DynModel>("tok2vec"));
+              SoftmaxOptions o;
+              o.nO = a.dim("nO");
+              o.normalize_outputs = a.get<bool>("normalize", false);
+              parts.emplace_back(with_array<List<Floats2d>>(Softmax<>(o)));
+              return DynModel::chain(std::move(parts), a.path());
+          }));
+}
+}  // namespace
+
 Registry& architectures() {
-    static Registry r("architectures");
+    static Registry r = [] {
+        Registry reg("architectures");
+        register_architectures(reg);
+        return reg;
+    }();
     return r;
 }
 

@@ -31,14 +31,28 @@ std::string message_of(F&& f) {
     return "no error";
 }
 
-// The nodes that hold parameters, in walk order.
+// The nodes that hold parameters, depth first (walk() is breadth first, as Thinc's, and a
+// built model has more levels than the same model written in C++: any(...), the DynChain).
+void collect(Node& n, std::vector<Node*>& out) {
+    bool any = false;
+    for (const auto& p : n.param_names()) any = any || n.has_param(p);
+    if (any) out.push_back(&n);
+    n.for_each_child([&](Node& c) { collect(c, out); });
+}
 std::vector<Node*> param_nodes(Node& m) {
     std::vector<Node*> out;
-    for (Node* n : m.walk()) {
-        bool any = false;
-        for (const auto& p : n->param_names()) any = any || n->has_param(p);
-        if (any) out.push_back(n);
-    }
+    collect(m, out);
+    return out;
+}
+// Every parameter's gradient, depth first.
+std::vector<std::vector<float>> grads_dfs(Node& m) {
+    std::vector<std::vector<float>> out;
+    for (Node* n : param_nodes(m))
+        for (const auto& p : n->param_names())
+            if (n->has_param(p)) {
+                auto g = n->get_grad(p);
+                out.emplace_back(g.begin(), g.end());
+            }
     return out;
 }
 // Copies every parameter of `from` into `to` (the same layers in the same order).
@@ -463,4 +477,106 @@ TEST_CASE("registry: examples/configs/mlp.cfg", "[config][registry]") {
     m.initialize(X);
     CHECK(param_nodes(m)[0]->get_dim("nO") == 32);
     CHECK(m.predict(X).shape() == std::array<std::size_t, 2>{4, 10});
+}
+
+namespace {
+const char* tagger_cfg = R"(
+[model]
+@architectures = "spacy.Tagger.v2"
+nO = 5
+
+[model.tok2vec]
+@architectures = "spacy.Tok2Vec.v2"
+
+[model.tok2vec.embed]
+@architectures = "spacy.MultiHashEmbed.v2"
+width = ${model.tok2vec.encode.width}
+attrs = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
+rows = [500, 100, 250, 250]
+include_static_vectors = false
+
+[model.tok2vec.encode]
+@architectures = "spacy.MaxoutWindowEncoder.v2"
+width = 16
+window_size = 1
+maxout_pieces = 3
+depth = 2
+)";
+
+List<Ints2d> token_ids() {
+    List<Ints2d> docs;
+    for (std::size_t n : {3u, 1u, 5u}) {
+        Ints2d d({n, 4});
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < 4; ++j) d(i, j) = static_cast<std::int32_t>((i * 31 + j * 17 + n * 7) % 997);
+        docs.push_back(std::move(d));
+    }
+    return docs;
+}
+
+bool close_lists(const List<Floats2d>& a, const List<Floats2d>& b, float tol = 1e-6f) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!close(a[i], b[i], tol)) return false;
+    return true;
+}
+}  // namespace
+
+TEST_CASE("registry: spaCy's Tagger.v2 over Tok2Vec.v2 gives what the same C++ model gives", "[config][registry]") {
+    using Tagger = AnyModel<List<Ints2d>, List<Floats2d>>;
+    Tagger built = build_model<List<Ints2d>, List<Floats2d>>(Config::from_str(tagger_cfg));
+    const MaxoutOptions mx{.nO = 16, .nI = dyn, .nP = 3, .init_W = {}, .init_b = {}, .dropout = 0.0, .normalize = true};
+    auto embed = list2ragged<Ints2d>() >>
+                 with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<16>(500, 8u, 0, 0.0), HashEmbed<16>(100, 9u, 1, 0.0),
+                                                             HashEmbed<16>(250, 10u, 2, 0.0), HashEmbed<16>(250, 11u, 3, 0.0))) >>
+                 with_array<Ragged>(Maxout<>(mx)) >> ragged2list();
+    auto encode = with_array<List<Floats2d>>(clone(residual(expand_window(1) >> Maxout<>(mx)), 2), 2);
+    auto model = embed >> encode >> with_array<List<Floats2d>>(Softmax<>({.nO = 5, .normalize_outputs = false}));
+
+    const List<Ints2d> X = token_ids();
+    built.initialize(X);
+    model.initialize(X);
+    copy_params(model, built);
+    // The seeds are attributes, set as spaCy sets them.
+    std::vector<std::int64_t> seeds;
+    for (Node* n : param_nodes(built))
+        if (n->name() == "hashembed") seeds.push_back(n->attr_as<std::int64_t>("seed"));
+    CHECK(seeds == std::vector<std::int64_t>{8, 9, 10, 11});
+
+    CHECK(close_lists(built.predict(X), model.predict(X)));
+    Optimizer o1 = Adam(0.05), o2 = Adam(0.05);
+    for (int step = 0; step < 2; ++step) {
+        auto [Y1, bp1] = built.begin_update(X);
+        auto [Y2, bp2] = model.begin_update(X);
+        REQUIRE(close_lists(Y1, Y2));
+        List<Floats2d> d;
+        for (const auto& y : Y1) d.push_back(inputs(y.shape()[0], y.shape()[1], 2.0f));
+        bp1(d);
+        bp2(d);
+        CHECK(grads_dfs(built) == grads_dfs(model));
+        built.finish_update(o1);
+        model.finish_update(o2);
+    }
+    CHECK(close_lists(built.predict(X), model.predict(X), 1e-5f));
+
+    // Swapping the encoder's depth or the embedding's tables in the config changes the model.
+    Tagger deeper = build_model<List<Ints2d>, List<Floats2d>>(
+        Config::from_str(tagger_cfg, {{"model.tok2vec.encode.depth", "3"}}));
+    auto maxouts = [](Node& m) {
+        std::size_t n = 0;
+        for (Node* x : m.walk()) n += x->name() == "maxout";
+        return n;
+    };
+    CHECK(maxouts(built) == 3);
+    CHECK(maxouts(deeper) == 4);  // one more encoder block
+    CHECK_THAT(message_of([] { build(Config::from_str(tagger_cfg, {{"model.tok2vec.embed.rows", "[500, 100]"}})); }),
+               Contains("tenon-E314") && Contains("[model.tok2vec.embed] rows: one row count per attr"));
+    CHECK_THAT(message_of([] {
+                   build(Config::from_str(tagger_cfg, {{"model.tok2vec.embed.include_static_vectors", "true"}}));
+               }),
+               Contains("tenon-E318"));
+    // The tok2vec alone: List[Ints2d] -> List[Floats2d] of width 16.
+    AnyModel<List<Ints2d>, List<Floats2d>> t2v =
+        build_model<List<Ints2d>, List<Floats2d>>(Config::from_str(tagger_cfg), "model.tok2vec");
+    CHECK(t2v.initialize(X).predict(X)[2].shape() == std::array<std::size_t, 2>{5, 16});
 }
