@@ -94,11 +94,11 @@ void throw_step_data(const std::string& step, const std::string& expected) {
     fail("tenon-E315", step + ": a run-time chain passed data of another type than " + expected);
 }
 
-namespace {
 std::string step_name(const DynStep& s) {
     std::string n = s.path.empty() ? std::string() : where(s.path) + " ";
     return n + "(" + const_cast<DynStep&>(s).node().name() + ")";
 }
+namespace {
 void check_links(const Steps& steps) {
     for (std::size_t i = 0; i + 1 < steps.size(); ++i)
         if (steps[i]->out_type() != steps[i + 1]->in_type())
@@ -191,10 +191,38 @@ Steps clone_steps(const Steps& steps) {
 }  // namespace detail
 
 // ---- DynModel ------------------------------------------------------------------------------
-DynModel::DynModel(const DynModel& other) : steps_(detail::clone_steps(other.steps_)), path_(other.path_) {}
+namespace {
+std::vector<detail::Steps> clone_alts(const std::vector<detail::Steps>& alts) {
+    std::vector<detail::Steps> out;
+    for (const auto& a : alts) out.push_back(detail::clone_steps(a));
+    return out;
+}
+std::string names_of(const std::vector<detail::Steps>& alts, bool input) {
+    std::vector<std::string> seen;
+    std::string out;
+    for (const auto& a : alts) {
+        const std::string n = input ? a.front()->in_name() : a.back()->out_name();
+        if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+        seen.push_back(n);
+        out += (out.empty() ? "" : " | ") + n;
+    }
+    return out.empty() ? "nothing" : out;
+}
+// "a model from Ragged to Ragged", or for several forms "a model from List[Floats2d] to
+// List[Floats2d], from Ragged to Ragged, ...".
+std::string signatures(const std::vector<detail::Steps>& alts) {
+    std::string out;
+    for (const auto& a : alts)
+        out += std::string(out.empty() ? "a model" : ",") + " from " + a.front()->in_name() + " to " +
+               a.back()->out_name();
+    return out;
+}
+}  // namespace
+
+DynModel::DynModel(const DynModel& other) : alts_(clone_alts(other.alts_)), path_(other.path_) {}
 DynModel& DynModel::operator=(const DynModel& other) {
     if (this != &other) {
-        steps_ = detail::clone_steps(other.steps_);
+        alts_ = clone_alts(other.alts_);
         path_ = other.path_;
     }
     return *this;
@@ -202,34 +230,86 @@ DynModel& DynModel::operator=(const DynModel& other) {
 DynModel::~DynModel() = default;
 
 DynModel DynModel::chain(std::vector<DynModel> parts, const std::string& path) {
-    DynModel out;
-    for (auto& p : parts)
-        for (auto& s : p.steps_) out.steps_.push_back(std::move(s));
-    if (out.steps_.empty())
-        fail("tenon-E311", (path.empty() ? std::string("chain") : where(path)) +
-                               ": chain.v1 needs at least one layer (its [" + (path.empty() ? "model" : path) +
+    const std::string at = path.empty() ? std::string("chain") : where(path);
+    std::vector<detail::Steps> cur;
+    bool first = true;
+    for (auto& p : parts) {
+        if (p.empty()) continue;
+        if (first) {
+            cur = std::move(p.alts_);
+            first = false;
+            continue;
+        }
+        // Each form so far goes on with the form of p that takes what it outputs (a form of p
+        // used twice is copied: the models are not initialised yet, so a copy is cheap).
+        std::vector<detail::Steps> next;
+        std::vector<bool> used(p.alts_.size(), false);
+        for (auto& c : cur)
+            for (std::size_t k = 0; k < p.alts_.size(); ++k)
+                if (p.alts_[k].front()->in_type() == c.back()->out_type()) {
+                    detail::Steps more = used[k] ? detail::clone_steps(p.alts_[k]) : std::move(p.alts_[k]);
+                    used[k] = true;
+                    for (auto& s : more) c.push_back(std::move(s));
+                    next.push_back(std::move(c));
+                    break;
+                }
+        if (next.empty()) {
+            const detail::DynStep& last = *cur.front().back();
+            const detail::DynStep& head = *p.alts_.front().front();
+            fail("tenon-E315", "chain: " + detail::step_name(last) + " outputs " + names_of(cur, false) + ", the next, " +
+                                   detail::step_name(head) + ", expects " + names_of(p.alts_, true));
+        }
+        cur = std::move(next);
+    }
+    if (cur.empty())
+        fail("tenon-E311", at + ": chain.v1 needs at least one layer (its [" + (path.empty() ? "model" : path) +
                                ".*.name] sections)");
-    detail::check_links(out.steps_);
+    DynModel out;
+    out.alts_ = std::move(cur);
     out.path_ = path;
     return out;
 }
 
-std::string DynModel::in_name() const { return empty() ? "nothing" : steps_.front()->in_name(); }
-std::string DynModel::out_name() const { return empty() ? "nothing" : steps_.back()->out_name(); }
+DynModel DynModel::one_of(std::vector<DynModel> forms) {
+    DynModel out;
+    for (auto& f : forms)
+        for (auto& a : f.alts_) {
+            for (const auto& b : out.alts_)
+                if (b.front()->in_type() == a.front()->in_type())
+                    fail("tenon-E318", "one_of: two forms take " + a.front()->in_name());
+            out.alts_.push_back(std::move(a));
+        }
+    return out;
+}
+
+std::string DynModel::in_name() const { return names_of(alts_, true); }
+std::string DynModel::out_name() const { return names_of(alts_, false); }
 
 void DynModel::set_path(std::string path) {
-    for (auto& s : steps_)
-        if (s->path.empty()) s->path = path;
+    for (auto& a : alts_)
+        for (auto& s : a)
+            if (s->path.empty()) s->path = path;
     path_ = std::move(path);
 }
 
-void DynModel::check_signature(const std::type_info& in, const std::type_info& out, const std::string& in_name,
-                               const std::string& out_name) const {
+bool DynModel::has(const std::type_info& in, const std::type_info& out) const {
+    for (const auto& a : alts_)
+        if (a.front()->in_type() == in && a.back()->out_type() == out) return true;
+    return false;
+}
+
+detail::Steps DynModel::pick(const std::type_info& in, const std::type_info& out, const std::string& in_name,
+                             const std::string& out_name) {
     const std::string at = path_.empty() ? std::string("the model") : where(path_);
     if (empty()) fail("tenon-E316", at + ": this DynModel holds no model (it was taken)");
-    if (steps_.front()->in_type() != in || steps_.back()->out_type() != out)
-        fail("tenon-E316", at + " is a model from " + this->in_name() + " to " + this->out_name() +
-                               ", but the program asks for a model from " + in_name + " to " + out_name);
+    for (auto& a : alts_)
+        if (a.front()->in_type() == in && a.back()->out_type() == out) {
+            detail::Steps steps = std::move(a);
+            alts_.clear();
+            return steps;
+        }
+    fail("tenon-E316", at + " is " + signatures(alts_) + "; the program asks for a model from " + in_name + " to " +
+                           out_name);
 }
 
 // ---- Args ----------------------------------------------------------------------------------
@@ -520,7 +600,25 @@ void register_layers(Registry& r) {
         o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
         return Embed<>(nV, o);
     });
-    r.add("expand_window.v1", [](Args& a) { return expand_window<Floats2d>(a.get<std::size_t>("window_size", 1)); });
+    // The layers that take several data types, as Thinc's: one form per type (DynModel::one_of).
+    r.add("expand_window.v1", Factory([](Args& a) {
+              const auto w = a.get<std::size_t>("window_size", 1);
+              std::vector<DynModel> forms;
+              forms.emplace_back(expand_window<Floats2d>(w));
+              forms.emplace_back(expand_window<Ragged>(w));
+              return DynModel::one_of(std::move(forms));
+          }));
+    r.add("with_array.v1", Factory([](Args& a) {
+              DynModel layer = a.get<DynModel>("layer");
+              const auto pad = a.get<std::size_t>("pad", 0);
+              const F2d l = floats2d(layer, "with_array.v1", a.path());
+              std::vector<DynModel> forms;
+              forms.emplace_back(with_array<List<Floats2d>>(F2d(l), pad));
+              forms.emplace_back(with_array<Ragged>(F2d(l), pad));
+              forms.emplace_back(with_array<Padded>(F2d(l), pad));
+              forms.emplace_back(with_array<Floats2d>(F2d(l), pad));
+              return DynModel::one_of(std::move(forms));
+          }));
     r.add("list2ragged.v1", [](Args&) { return list2ragged<Floats2d>(); });
     r.add("ragged2list.v1", [](Args&) { return ragged2list<Floats2d>(); });
     r.add("reduce_mean.v1", [](Args&) { return reduce_mean(); });

@@ -580,3 +580,91 @@ TEST_CASE("registry: spaCy's Tagger.v2 over Tok2Vec.v2 gives what the same C++ m
         build_model<List<Ints2d>, List<Floats2d>>(Config::from_str(tagger_cfg), "model.tok2vec");
     CHECK(t2v.initialize(X).predict(X)[2].shape() == std::array<std::size_t, 2>{5, 16});
 }
+
+TEST_CASE("registry: with_array.v1 and expand_window.v1 take the data type of the model before them", "[config][registry]") {
+    const char* cfg = R"(
+[model]
+@layers = "chain.v1"
+
+[model.*.a]
+@layers = "list2ragged.v1"
+
+[model.*.b]
+@layers = "with_array.v1"
+
+[model.*.b.layer]
+@layers = "Relu.v1"
+nO = 3
+
+[model.*.c]
+@layers = "ragged2list.v1"
+)";
+    using AnyList = AnyModel<List<Floats2d>, List<Floats2d>>;
+    AnyList built = build_model<List<Floats2d>, List<Floats2d>>(Config::from_str(cfg));
+    auto model = list2ragged() >> with_array<Ragged>(Relu<>({.nO = 3})) >> ragged2list();
+    List<Floats2d> X;
+    X.push_back(inputs(3, 5));
+    X.push_back(inputs(2, 5, 0.5f));
+    built.initialize(X);
+    model.initialize(X);
+    copy_params(model, built);
+    CHECK(close_lists(built.predict(X), model.predict(X)));
+    auto [Y1, bp1] = built.begin_update(X);
+    auto [Y2, bp2] = model.begin_update(X);
+    CHECK(close_lists(bp1(Y1), bp2(Y2)));
+    CHECK(grads_dfs(built) == grads_dfs(model));
+
+    // Alone, with_array.v1 is the form the program asks for.
+    const char* wrap = "[model]\n@layers = \"with_array.v1\"\npad = 1\n[model.layer]\n@layers = \"Relu.v1\"\nnO = 3";
+    DynModel dm = build(Config::from_str(wrap));
+    CHECK(dm.in_name() == "List[Floats2d] | Ragged | Padded | Floats2d");
+    CHECK(dm.is<Ragged, Ragged>());
+    CHECK_FALSE(dm.is<Ragged, Floats2d>());
+    AnyList on_lists = build_model<List<Floats2d>, List<Floats2d>>(Config::from_str(wrap));
+    CHECK(on_lists.initialize(X).predict(X)[1].shape() == std::array<std::size_t, 2>{2, 3});
+    AnyModel<Padded, Padded> on_padded = build_model<Padded, Padded>(Config::from_str(wrap));
+    CHECK(on_padded.model().name() == "with_array(any(relu))");
+    CHECK_THAT(message_of([&] { build_model<Ints1d, Floats2d>(Config::from_str(wrap)); }),
+               Contains("tenon-E316") && Contains("[model] is a model from List[Floats2d] to List[Floats2d], from Ragged to "
+                                                    "Ragged, from Padded to Padded, from Floats2d to Floats2d; the program asks "
+                                                    "for a model from Ints1d to Floats2d"));
+
+    // expand_window.v1 after a Floats2d layer is the Floats2d form; after ragged2list none fits.
+    Any2d windowed = build_model<Floats2d, Floats2d>(Config::from_str(
+        "[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"Relu.v1\"\nnO = 4\n[model.*.b]\n"
+        "@layers = \"expand_window.v1\"\nwindow_size = 1\n[model.*.c]\n@layers = \"Softmax.v1\"\nnO = 2"));
+    const Floats2d X2 = inputs(5, 3);
+    windowed.initialize(X2);
+    CHECK(param_nodes(windowed)[1]->get_dim("nI") == 12);  // (2 * 1 + 1) * 4
+    CHECK_THAT(message_of([] {
+                   build(Config::from_str("[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"ragged2list.v1\"\n"
+                                          "[model.*.b]\n@layers = \"expand_window.v1\""));
+               }),
+               Contains("tenon-E315") && Contains("outputs List[Floats2d]") && Contains("expects Floats2d | Ragged"));
+    CHECK(error_id([] {
+              build(Config::from_str("[model]\n@layers = \"with_array.v1\"\n[model.layer]\n@layers = \"list2ragged.v1\""));
+          }) == "tenon-E318");
+}
+
+TEST_CASE("registry: a built model saves and loads, and its run-time errors keep their ids", "[config][registry]") {
+    const Floats2d X = inputs(4, 6);
+    Any2d a = build_model<Floats2d, Floats2d>(Config::from_str(mlp_cfg));
+    a.initialize(X);
+    Optimizer opt = Adam(0.1);  // (Softmax's W starts at zero: a step makes the outputs differ)
+    auto [Y, bp] = a.begin_update(X);
+    bp(inputs(4, 4, 2.0f));
+    a.finish_update(opt);
+    const auto bytes = a.to_bytes();
+    Any2d b = build_model<Floats2d, Floats2d>(Config::from_str(mlp_cfg));
+    b.initialize(X);
+    CHECK_FALSE(close(a.predict(X), b.predict(X)));
+    b.from_bytes(bytes);
+    CHECK(close(a.predict(X), b.predict(X)));
+    CHECK(b.to_bytes() == bytes);
+    // Another architecture (a width changed by an override) is refused.
+    Any2d c = build_model<Floats2d, Floats2d>(Config::from_str(mlp_cfg, {{"vars.width", "8"}}));
+    c.initialize(X);
+    CHECK(error_id([&] { c.from_bytes(bytes); }).rfind("tenon-E20", 0) == 0);
+    // A wrong width at run time is the layer's error, with its id.
+    CHECK(error_id([&] { (void)a.predict(inputs(4, 7)); }) == "tenon-E101");
+}

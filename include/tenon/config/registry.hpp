@@ -32,6 +32,9 @@ namespace tenon::config {
 
 // A model built from a config whose data types are known at run time: one model, or a chain
 // of models (kept flat: a chain in a chain adds its steps) that becomes a DynChain when taken.
+// A layer that takes several data types, as Thinc's with_array.v1 does, is built once per
+// type (one_of): the chain around it keeps the one whose input type is what the model before
+// it outputs, and take<In, Out> the one of that signature.
 class DynModel {
 public:
     DynModel() = default;
@@ -40,7 +43,9 @@ public:
         requires(Model<std::remove_cvref_t<M>> && !std::same_as<std::remove_cvref_t<M>, DynModel>)
     DynModel(M&& model)  // NOLINT(google-explicit-constructor): a factory returns a model as it is
     {
-        steps_.push_back(std::make_unique<detail::StepOf<std::remove_cvref_t<M>>>(std::forward<M>(model)));
+        detail::Steps steps;
+        steps.push_back(std::make_unique<detail::StepOf<std::remove_cvref_t<M>>>(std::forward<M>(model)));
+        alts_.push_back(std::move(steps));
     }
     DynModel(DynModel&&) noexcept = default;
     DynModel& operator=(DynModel&&) noexcept = default;
@@ -51,14 +56,18 @@ public:
     // The models one after another: each one's output type must be the next one's input type
     // (tenon-E315 names both config paths and both types). At least one model (E311).
     static DynModel chain(std::vector<DynModel> parts, const std::string& path = {});
+    // One layer in several forms, each for another input type (E318 when two take the same).
+    static DynModel one_of(std::vector<DynModel> forms);
 
-    bool empty() const noexcept { return steps_.empty(); }
-    // The data types, as Thinc spells them ("Floats2d", "List[Floats2d]", "Ragged").
+    bool empty() const noexcept { return alts_.empty(); }
+    // The data types, as Thinc spells them ("Floats2d", "List[Floats2d]", "Ragged"); for a
+    // layer of several forms, each ("List[Floats2d] | Ragged").
     std::string in_name() const;
     std::string out_name() const;
+    // Whether it is (or has a form that is) a model from In to Out.
     template <class In, class Out>
     bool is() const {
-        return !empty() && steps_.front()->in_type() == typeid(In) && steps_.back()->out_type() == typeid(Out);
+        return has(typeid(In), typeid(Out));
     }
     // Where in the config it was built ("model.*.relu1"); set by the builder.
     const std::string& path() const noexcept { return path_; }
@@ -68,22 +77,16 @@ public:
     // model's data types are others.
     template <class In, class Out>
     AnyModel<In, Out> take() {
-        check_signature(typeid(In), typeid(Out), detail::data_type_name<In>(), detail::data_type_name<Out>());
-        if (steps_.size() == 1) {
-            auto* typed = dynamic_cast<detail::TypedStep<In, Out>*>(steps_.front().get());
-            AnyModel<In, Out> m = typed->take();
-            steps_.clear();
-            return m;
-        }
-        AnyModel<In, Out> m = DynChain<In, Out>(std::move(steps_));
-        steps_.clear();
-        return m;
+        detail::Steps steps = pick(typeid(In), typeid(Out), detail::data_type_name<In>(), detail::data_type_name<Out>());
+        if (steps.size() == 1) return dynamic_cast<detail::TypedStep<In, Out>&>(*steps.front()).take();
+        return DynChain<In, Out>(std::move(steps));
     }
 
 private:
-    void check_signature(const std::type_info& in, const std::type_info& out, const std::string& in_name,
-                         const std::string& out_name) const;
-    std::vector<std::unique_ptr<detail::DynStep>> steps_;
+    bool has(const std::type_info& in, const std::type_info& out) const;
+    detail::Steps pick(const std::type_info& in, const std::type_info& out, const std::string& in_name,
+                       const std::string& out_name);
+    std::vector<detail::Steps> alts_;  // the forms (one, for most), each a flat chain of steps
     std::string path_;
 };
 
