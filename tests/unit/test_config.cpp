@@ -443,6 +443,20 @@ TEST_CASE("registry: a user's own factory, with typed and checked arguments", "[
         "[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"Relu.v1\"\nnO = 4\n[model.*.b]\n@layers = \"test.Mlp.v1\"\n"
         "width = 3\nnO = 2"));
     CHECK(mixed.model().name() == "relu>>relu>>softmax");
+    // A list of models as an argument: [model.layers.*.a], [model.layers.*.b].
+    if (!layers().has("test.Stack.v1"))
+        layers().add("test.Stack.v1", Factory([](Args& a) {
+                         return DynModel::chain(a.get<std::vector<DynModel>>("layers"), a.path());
+                     }));
+    Any2d stack = build_model<Floats2d, Floats2d>(Config::from_str(
+        "[model]\n@layers = \"test.Stack.v1\"\n[model.layers]\n[model.layers.*.a]\n@layers = \"Mish.v1\"\nnO = 3\n"
+        "[model.layers.*.b]\n@layers = \"Softmax.v1\"\nnO = 2"));
+    CHECK(stack.model().name() == "mish>>softmax");
+    CHECK_THAT(message_of([] {
+                   build(Config::from_str("[model]\n@layers = \"test.Stack.v1\"\n[model.layers]\n[model.layers.*.a]\n"
+                                          "@layers = \"Mish.v1\"\nnO = \"x\""));
+               }),
+               Contains("tenon-E313") && Contains("[model.layers.*.a] nO"));
     // An architecture of one's own.
     if (!architectures().has("test.Tiny.v1"))
         architectures().add("test.Tiny.v1", [](Args& a) { return Softmax<>({.nO = a.dim("nO")}); });

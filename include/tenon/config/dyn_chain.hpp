@@ -210,6 +210,14 @@ public:
     }
     DynChain(const DynChain& other) : Base(other), steps_(config::detail::clone_steps(other.steps_)) {}
     DynChain(DynChain&&) noexcept = default;
+    DynChain& operator=(const DynChain& other) {
+        if (this != &other) {
+            auto steps = config::detail::clone_steps(other.steps_);  // may throw: nothing changed yet
+            Base::operator=(other);
+            steps_ = std::move(steps);
+        }
+        return *this;
+    }
     DynChain& operator=(DynChain&&) noexcept = default;
     ~DynChain() override = default;
 
