@@ -682,3 +682,36 @@ TEST_CASE("registry: a built model saves and loads, and its run-time errors keep
     // A wrong width at run time is the layer's error, with its id.
     CHECK(error_id([&] { (void)a.predict(inputs(4, 7)); }) == "tenon-E101");
 }
+
+TEST_CASE("registry: HashEmbed.v1 and Embed.v1 give what their C++ forms give", "[config][registry]") {
+    Ints2d ids({4, 2});
+    for (std::size_t i = 0; i < 4; ++i) {
+        ids(i, 0) = static_cast<std::int32_t>(i * 13 + 1);
+        ids(i, 1) = static_cast<std::int32_t>(i % 3);
+    }
+    using Table = AnyModel<Ints2d, Floats2d>;
+    auto check_same = [&](const std::string& cfg, auto model) {
+        INFO(cfg);
+        Table built = build_model<Ints2d, Floats2d>(Config::from_str(cfg));
+        built.initialize(ids);
+        model.initialize(ids);
+        copy_params(model, built);
+        CHECK(built.model().attr_as<std::int64_t>("column") == model.template attr_as<std::int64_t>("column"));
+        CHECK(close(built.predict(ids), model.predict(ids)));
+        auto [Y1, bp1] = built.begin_update(ids);
+        auto [Y2, bp2] = model.begin_update(ids);
+        bp1(Y1);
+        bp2(Y2);
+        CHECK(grads_dfs(built) == grads_dfs(model));
+    };
+    check_same("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4\nnV = 20\nseed = 3\ncolumn = 1\ndropout = null",
+               HashEmbed<>(20, HashEmbedOptions{.nO = 4, .seed = 3u, .column = 1, .initializer = {}, .dropout = {}}));
+    check_same("[model]\n@layers = \"Embed.v1\"\nnO = 5\nnV = 50\ncolumn = 0",
+               Embed<>(50, EmbedOptions{.nO = 5, .column = 0, .initializer = {}, .dropout = {}}));
+    Table seeded = build_model<Ints2d, Floats2d>(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4\nnV = 20\nseed = 3"));
+    CHECK(seeded.model().attr_as<std::int64_t>("seed") == 3);
+    CHECK_THAT(message_of([] { build(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4")); }),
+               Contains("tenon-E311") && Contains("[model] nV"));
+    CHECK_THAT(message_of([] { build(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4\nnV = 8\nseed = -1")); }),
+               Contains("tenon-E314") && Contains("[model] seed: -1 is out of range"));
+}
