@@ -4,7 +4,7 @@ BUILD ?= build
 PY := /usr/bin/python3
 # Build and test dependencies (Debian 12 package names).
 DEPS := g++ clang pkg-config cmake meson ninja-build libeigen3-dev libboost-dev libcereal-dev catch2 \
-        zlib1g-dev python3-thinc python3-numpy dataset-fashion-mnist libmsgpack-cxx-dev
+        zlib1g-dev python3-thinc python3-numpy dataset-fashion-mnist libmsgpack-cxx-dev nlohmann-json3-dev
 # PyTorch, LibTorch and dlib at their best: libopenblas0-pthread points libblas.so.3 at OpenBLAS.
 # dlib's pkg-config file links libblas.so, liblapack.so and libjpeg.so, which libdlib-dev lacks.
 BENCH_DEPS := python3-torch libopenblas0-pthread libtorch-dev libdlib-dev libblas-dev liblapack-dev libjpeg-dev

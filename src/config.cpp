@@ -1,0 +1,426 @@
+// The Thinc-format config reader (tenon/config/config.hpp): lines -> raw sections ->
+// overrides -> interpolation and JSON values (nlohmann/json, only here) -> a tree of Values.
+#include "tenon/config/config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "tenon/error.hpp"
+
+namespace tenon::config {
+
+namespace {
+using json = nlohmann::ordered_json;
+
+[[noreturn]] void fail(const std::string& id, const std::string& msg) { throw Error(msg, id); }
+
+std::string_view trim(std::string_view s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string_view::npos) return {};
+    const auto e = s.find_last_not_of(" \t\r\n");
+    return s.substr(b, e - b + 1);
+}
+
+json to_json(const Value& v) {
+    switch (v.kind()) {
+        case Value::Kind::null: return nullptr;
+        case Value::Kind::boolean: return v.as_bool();
+        case Value::Kind::integer: return v.as_int();
+        case Value::Kind::number: return v.as_number();
+        case Value::Kind::string: return v.as_string();
+        case Value::Kind::list: {
+            json a = json::array();
+            for (const auto& x : v.as_list()) a.push_back(to_json(x));
+            return a;
+        }
+        case Value::Kind::section: {
+            json o = json::object();
+            for (const auto& [k, x] : v.as_section()) o[k] = to_json(x);
+            return o;
+        }
+    }
+    return nullptr;
+}
+
+Value from_json(const json& j) {
+    if (j.is_null()) return Value();
+    if (j.is_boolean()) return Value(j.get<bool>());
+    if (j.is_number_unsigned()) {
+        const auto u = j.get<std::uint64_t>();
+        if (u <= static_cast<std::uint64_t>(INT64_MAX)) return Value(static_cast<std::int64_t>(u));
+        return Value(static_cast<double>(u));
+    }
+    if (j.is_number_integer()) return Value(j.get<std::int64_t>());
+    if (j.is_number_float()) return Value(j.get<double>());
+    if (j.is_string()) return Value(j.get<std::string>());
+    if (j.is_array()) {
+        ValueList l;
+        for (const auto& x : j) l.push_back(from_json(x));
+        return Value(std::move(l));
+    }
+    Section s;
+    for (const auto& [k, x] : j.items()) s.emplace_back(k, from_json(x));
+    return Value(std::move(s));
+}
+
+// One `key = value` as written (continuation lines joined with "\n").
+struct RawKey {
+    std::string key, raw;
+    int line;
+};
+struct RawSection {
+    std::string name;
+    int line;
+    std::vector<RawKey> keys;
+};
+
+std::vector<std::string> split_path(std::string_view path) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (true) {
+        const auto dot = path.find('.', start);
+        parts.emplace_back(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+        if (dot == std::string_view::npos) break;
+        start = dot + 1;
+    }
+    return parts;
+}
+
+std::vector<RawSection> read_lines(std::string_view text) {
+    std::vector<RawSection> secs;
+    std::istringstream in{std::string(text)};
+    std::string line;
+    int n = 0;
+    RawKey* last = nullptr;
+    while (std::getline(in, line)) {
+        ++n;
+        const std::string_view t = trim(line);
+        if (t.empty() || t[0] == '#' || t[0] == ';') continue;
+        const bool indented = line[0] == ' ' || line[0] == '\t';
+        if (indented && last) {  // a continuation line of the value above (a long list)
+            last->raw += "\n";
+            last->raw += t;
+            continue;
+        }
+        if (t[0] == '[') {
+            if (t.back() != ']' || t.size() < 3)
+                fail("tenon-E300", "config line " + std::to_string(n) + ": a section header must be [name], found " +
+                                       std::string(t));
+            const std::string name(trim(t.substr(1, t.size() - 2)));
+            for (const auto& part : split_path(name))
+                if (part.empty())
+                    fail("tenon-E300", "config line " + std::to_string(n) + ": section [" + name + "] has an empty part");
+            for (const auto& s : secs)
+                if (s.name == name)
+                    fail("tenon-E302", "config line " + std::to_string(n) + ": section [" + name +
+                                           "] is defined twice (first at line " + std::to_string(s.line) + ")");
+            secs.push_back({name, n, {}});
+            last = nullptr;
+            continue;
+        }
+        const auto eq = t.find('=');
+        if (eq == std::string_view::npos)
+            fail("tenon-E300", "config line " + std::to_string(n) + ": expected `key = value` or `[section]`, found " +
+                                   std::string(t));
+        if (secs.empty())
+            fail("tenon-E300", "config line " + std::to_string(n) + ": `" + std::string(t) +
+                                   "` comes before any [section]");
+        RawSection& sec = secs.back();
+        const std::string key(trim(t.substr(0, eq)));
+        if (key.empty()) fail("tenon-E300", "config line " + std::to_string(n) + ": a key is missing before `=`");
+        for (const auto& k : sec.keys)
+            if (k.key == key)
+                fail("tenon-E302", "config line " + std::to_string(n) + ": " + where(sec.name, key) +
+                                       " is set twice (first at line " + std::to_string(k.line) + ")");
+        sec.keys.push_back({key, std::string(trim(t.substr(eq + 1))), n});
+        last = &sec.keys.back();
+    }
+    return secs;
+}
+
+// A value as written, without interpolations: JSON, else a plain string (as Thinc), unless it
+// starts like JSON and is not.
+Value parse_raw(const std::string& raw, const std::string& section, const std::string& key) {
+    const std::string_view t = trim(raw);
+    if (t.empty()) return Value(std::string());
+    json j = json::parse(t.begin(), t.end(), nullptr, false);
+    if (!j.is_discarded()) return from_json(j);
+    if (t[0] == '[' || t[0] == '{' || t[0] == '"') {
+        std::string why;
+        try {
+            const json unused = json::parse(t.begin(), t.end());
+            (void)unused;
+        } catch (const std::exception& e) {
+            why = e.what();
+            if (auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
+        }
+        fail("tenon-E301", where(section, key) + ": not a valid JSON value: " + std::string(t) +
+                               (why.empty() ? "" : " (" + why + ")"));
+    }
+    return Value(std::string(t));
+}
+
+class Builder {
+public:
+    explicit Builder(std::vector<RawSection> secs) : secs_(std::move(secs)) {
+        // Parents before children, whatever order the file gives (stable: file order otherwise).
+        std::stable_sort(secs_.begin(), secs_.end(), [](const RawSection& a, const RawSection& b) {
+            return split_path(a.name).size() < split_path(b.name).size();
+        });
+    }
+
+    // The tree under `prefix` ("" for the whole config).
+    Value tree(const std::string& prefix) {
+        const std::string token = "[" + prefix + "]";
+        if (active_.count(token))
+            fail("tenon-E305", "section [" + prefix + "]: its interpolation refers back to itself");
+        active_.insert(token);
+        Value root{Section{}};
+        const std::size_t depth = prefix.empty() ? 0 : split_path(prefix).size();
+        for (const RawSection& s : secs_) {
+            if (!prefix.empty() && s.name != prefix && s.name.rfind(prefix + ".", 0) != 0) continue;
+            const auto parts = split_path(s.name);
+            Value* node = &root;
+            std::string at = prefix;
+            for (std::size_t i = depth; i + 1 < parts.size(); ++i) {
+                at += (at.empty() ? "" : ".") + parts[i];
+                Value* next = node->find(parts[i]);
+                if (!next && parts[i] == "*") {  // [model.*.relu1]: the positional children of [model]
+                    node->as_section().emplace_back("*", Value(Section{}));
+                    next = &node->as_section().back().second;
+                }
+                if (!next)
+                    fail("tenon-E303", "section [" + s.name + "] (line " + std::to_string(s.line) +
+                                           "): its parent section [" + at + "] is not defined");
+                if (!next->is_section())
+                    fail("tenon-E307", "section [" + s.name + "] (line " + std::to_string(s.line) + "): " + at +
+                                           " is a value, not a section");
+                node = next;
+            }
+            Value* target = node;
+            if (parts.size() > depth) {
+                const std::string& last = parts.back();
+                if (node->find(last))
+                    fail("tenon-E307", "section [" + s.name + "] (line " + std::to_string(s.line) +
+                                           "): its parent already has a value named " + last);
+                node->as_section().emplace_back(last, Value(Section{}));
+                target = &node->as_section().back().second;
+            }
+            for (const RawKey& k : s.keys) {
+                if (target->find(k.key))
+                    fail("tenon-E307", where(s.name, k.key) + " is both a value and a section");
+                target->as_section().emplace_back(k.key, value(s, k));
+            }
+        }
+        active_.erase(token);
+        return root;
+    }
+
+private:
+    const RawSection* section(const std::string& name) const {
+        for (const auto& s : secs_)
+            if (s.name == name) return &s;
+        return nullptr;
+    }
+
+    // What ${path} stands for: a key's value or a whole section.
+    Value ref(const std::string& path, const RawSection& from, const RawKey& k) {
+        if (section(path)) return tree(path);
+        const auto dot = path.rfind('.');
+        if (dot != std::string::npos)
+            if (const RawSection* s = section(path.substr(0, dot)))
+                for (const RawKey& rk : s->keys)
+                    if (rk.key == path.substr(dot + 1)) return value(*s, rk);
+        fail("tenon-E304", where(from.name, k.key) + ": ${" + path + "}: no such value or section in the config");
+    }
+
+    Value value(const RawSection& s, const RawKey& k) {
+        const std::string id = s.name + "\n" + k.key;
+        if (auto it = done_.find(id); it != done_.end()) return it->second;
+        if (active_.count(id))
+            fail("tenon-E305", where(s.name, k.key) + ": its interpolation refers back to itself (${...} cycle)");
+        active_.insert(id);
+        Value v;
+        const std::string_view t = trim(k.raw);
+        if (t.find("${") == std::string_view::npos) {
+            v = parse_raw(k.raw, s.name, k.key);
+        } else if (t.size() > 3 && t.substr(0, 2) == "${" && t.back() == '}' && t.find('}') == t.size() - 1) {
+            v = ref(std::string(t.substr(2, t.size() - 3)), s, k);  // the whole value: typed
+        } else {
+            // In text: a value in a JSON string or a plain string goes in as its text, elsewhere
+            // (in a list) as JSON.
+            const bool plain = t[0] != '[' && t[0] != '{' && t[0] != '"';
+            std::string out;
+            bool in_string = false;
+            for (std::size_t i = 0; i < t.size(); ++i) {
+                if (t[i] == '"' && (i == 0 || t[i - 1] != '\\')) in_string = !in_string;
+                if (t[i] == '$' && i + 1 < t.size() && t[i + 1] == '{') {
+                    const auto end = t.find('}', i);
+                    if (end == std::string_view::npos)
+                        fail("tenon-E304", where(s.name, k.key) + ": an interpolation ${ is not closed: " +
+                                               std::string(t));
+                    const Value r = ref(std::string(t.substr(i + 2, end - i - 2)), s, k);
+                    if (r.is_section())
+                        fail("tenon-E304", where(s.name, k.key) + ": " + std::string(t.substr(i, end - i + 1)) +
+                                               " is a section, which can only be a whole value");
+                    if (r.is_string() && (plain || in_string)) {
+                        if (plain) out += r.as_string();
+                        else {
+                            const std::string d = r.dump();
+                            out += d.substr(1, d.size() - 2);  // JSON-escaped, without the quotes
+                        }
+                    } else {
+                        out += r.dump();
+                    }
+                    i = end;
+                    continue;
+                }
+                out += t[i];
+            }
+            v = parse_raw(out, s.name, k.key);
+        }
+        active_.erase(id);
+        done_[id] = v;
+        return v;
+    }
+
+    std::vector<RawSection> secs_;
+    std::map<std::string, Value> done_;
+    std::set<std::string> active_;
+};
+
+void write_section(std::ostringstream& out, const std::string& path, const Section& s) {
+    bool header = false;
+    auto put_header = [&] {
+        if (!header && !path.empty() && path.substr(path.size() - std::min<std::size_t>(path.size(), 2)) != ".*") {
+            out << "[" << path << "]\n";
+        }
+        header = true;
+    };
+    put_header();
+    for (const auto& [k, v] : s)
+        if (!v.is_section()) out << k << " = " << v.dump() << "\n";
+    out << "\n";
+    for (const auto& [k, v] : s)
+        if (v.is_section()) write_section(out, path.empty() ? k : path + "." + k, v.as_section());
+}
+}  // namespace
+
+const Value* Value::find(std::string_view key) const {
+    if (!is_section()) return nullptr;
+    for (const auto& [k, v] : as_section())
+        if (k == key) return &v;
+    return nullptr;
+}
+Value* Value::find(std::string_view key) { return const_cast<Value*>(std::as_const(*this).find(key)); }
+
+std::string Value::dump() const { return to_json(*this).dump(); }
+
+std::string Value::kind_name() const {
+    switch (kind()) {
+        case Kind::null: return "null";
+        case Kind::boolean: return "a boolean";
+        case Kind::integer: return "an integer";
+        case Kind::number: return "a number";
+        case Kind::string: return "a string";
+        case Kind::list: return "a list";
+        case Kind::section: return "a section";
+    }
+    return "a value";
+}
+
+std::string where(std::string_view section, std::string_view key) {
+    std::string s = "[" + std::string(section) + "]";
+    if (!key.empty()) s += " " + std::string(key);
+    return s;
+}
+
+Overrides overrides_from_args(int argc, const char* const* argv) {
+    Overrides out;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a.substr(0, 2) != "--") continue;
+        a.remove_prefix(2);
+        if (const auto eq = a.find('='); eq != std::string_view::npos) {
+            out.emplace_back(std::string(a.substr(0, eq)), std::string(a.substr(eq + 1)));
+        } else {
+            if (i + 1 >= argc)
+                fail("tenon-E306", "override --" + std::string(a) + ": no value follows it");
+            out.emplace_back(std::string(a), argv[++i]);
+        }
+    }
+    return out;
+}
+
+Config::Config(Value root) : root_(std::move(root)) {
+    if (!root_.is_section()) root_ = Value(Section{});
+}
+
+Config Config::from_str(std::string_view text, const Overrides& overrides) {
+    std::vector<RawSection> secs = read_lines(text);
+    for (const auto& [path0, raw] : overrides) {
+        std::string_view path = path0;
+        if (path.substr(0, 2) == "--") path.remove_prefix(2);
+        const auto dot = path.rfind('.');
+        if (dot == std::string_view::npos)
+            fail("tenon-E306", "override --" + std::string(path) + ": expected section.key (e.g. --model.width)");
+        const std::string sec(path.substr(0, dot)), key(path.substr(dot + 1));
+        auto s = std::find_if(secs.begin(), secs.end(), [&](const RawSection& r) { return r.name == sec; });
+        if (s == secs.end())
+            fail("tenon-E306", "override --" + std::string(path) + " " + raw + ": the config has no section [" + sec +
+                                   "]");
+        auto k = std::find_if(s->keys.begin(), s->keys.end(), [&](const RawKey& r) { return r.key == key; });
+        if (k == s->keys.end())
+            fail("tenon-E306", "override --" + std::string(path) + " " + raw + ": " + where(sec) + " has no key " +
+                                   key + " to override");
+        k->raw = raw;
+    }
+    Builder b(std::move(secs));
+    return Config(b.tree(""));
+}
+
+Config Config::from_disk(const std::string& path, const Overrides& overrides) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail("tenon-E308", "config file " + path + " cannot be read");
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    if (f.bad()) fail("tenon-E308", "config file " + path + " cannot be read");
+    return from_str(ss.str(), overrides);
+}
+
+const Value* Config::find(std::string_view path) const {
+    const Value* v = &root_;
+    for (const auto& part : split_path(path)) {
+        v = v->find(part);
+        if (!v) return nullptr;
+    }
+    return v;
+}
+
+const Value& Config::at(std::string_view path) const {
+    if (const Value* v = find(path)) return *v;
+    std::string have;
+    const Value* v = &root_;
+    for (const auto& part : split_path(path)) {
+        const Value* next = v->find(part);
+        if (!next) break;
+        have += (have.empty() ? "" : ".") + part;
+        v = next;
+    }
+    fail("tenon-E309", "the config has no " + std::string(path) +
+                           (have.empty() ? std::string(" (no such top-level section)")
+                                         : " (the nearest that exists is " + have + ")"));
+}
+
+std::string Config::to_str() const {
+    std::ostringstream out;
+    for (const auto& [k, v] : sections())
+        if (v.is_section()) write_section(out, k, v.as_section());
+    return out.str();
+}
+
+}  // namespace tenon::config
