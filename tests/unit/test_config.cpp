@@ -3,6 +3,8 @@
 // its id and path), and models built from configs, which must give what the same model built
 // in C++ gives with the same weights (predict, backprop, an Adam step).
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
 
 #include <string>
 #include <vector>
@@ -528,6 +530,18 @@ List<Ints2d> token_ids() {
     return docs;
 }
 
+// Gradients to rounding: the C++ model runs its fused plan, which sums a residual's
+// gradient in another order than the built model's layers (docs/lowering.md).
+bool close_grads(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+                 float tol = 1e-5f) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].size() != b[i].size()) return false;
+        for (std::size_t j = 0; j < a[i].size(); ++j)
+            if (std::abs(a[i][j] - b[i][j]) > tol * std::max(1.0f, std::abs(b[i][j]))) return false;
+    }
+    return true;
+}
 bool close_lists(const List<Floats2d>& a, const List<Floats2d>& b, float tol = 1e-6f) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
@@ -567,7 +581,7 @@ TEST_CASE("registry: spaCy's Tagger.v2 over Tok2Vec.v2 gives what the same C++ m
         for (const auto& y : Y1) d.push_back(inputs(y.shape()[0], y.shape()[1], 2.0f));
         bp1(d);
         bp2(d);
-        CHECK(grads_dfs(built) == grads_dfs(model));
+        CHECK(close_grads(grads_dfs(built), grads_dfs(model)));
         built.finish_update(o1);
         model.finish_update(o2);
     }
@@ -626,7 +640,7 @@ nO = 3
     auto [Y1, bp1] = built.begin_update(X);
     auto [Y2, bp2] = model.begin_update(X);
     CHECK(close_lists(bp1(Y1), bp2(Y2)));
-    CHECK(grads_dfs(built) == grads_dfs(model));
+    CHECK(close_grads(grads_dfs(built), grads_dfs(model)));
 
     // Alone, with_array.v1 is the form the program asks for.
     const char* wrap = "[model]\n@layers = \"with_array.v1\"\npad = 1\n[model.layer]\n@layers = \"Relu.v1\"\nnO = 3";

@@ -763,15 +763,18 @@ private:
     // The output's gradient, flattened into the workspace, after checking it has the output's
     // sequences (tenon-E170, as the transfers word it) and width (tenon-E111).
     void seq_take_grad(const OutView& dY, const Ints1d& lengths, std::size_t nO, float* to) const {
-        const std::string who = "plan of " + p_.model_name;
+        // (The messages' strings are made only on an error: a backprop allocates nothing.)
         auto width = [&](std::size_t w) {
             if (w != nO)
-                throw ShapeError(who + ": backprop: expected a gradient of width " + std::to_string(nO) +
-                                     " like the output, but found " + std::to_string(w),
+                throw ShapeError("plan of " + p_.model_name + ": backprop: expected a gradient of width " +
+                                     std::to_string(nO) + " like the output, but found " + std::to_string(w),
                                  "tenon-E111");
         };
         if constexpr (lowering::seq_type<Out>::list) {
-            detail::xfer::check_list_lengths(who, lengths, dY);
+            bool same = dY.size() == lengths.size();
+            for (std::size_t i = 0; same && i < dY.size(); ++i)
+                same = dY[i].shape(0) == static_cast<std::size_t>(lengths[i]);
+            if (!same) detail::xfer::check_list_lengths("plan of " + p_.model_name, lengths, dY);
             for (const auto& a : dY) {
                 if (!a.size()) continue;
                 width(a.shape(1));
@@ -779,7 +782,9 @@ private:
                 to += a.size();
             }
         } else {
-            detail::xfer::check_lengths(who, lengths, dY.lengths());
+            const auto& L = dY.lengths();
+            if (L.size() != lengths.size() || !std::equal(L.begin(), L.end(), lengths.begin()))
+                detail::xfer::check_lengths("plan of " + p_.model_name, lengths, L);
             width(dY.data().shape(1));
             if (dY.data().size()) std::memcpy(to, dY.data().data(), dY.data().size() * sizeof(float));
         }
