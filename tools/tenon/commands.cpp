@@ -70,7 +70,7 @@ Optimizer make_optimizer(const config::Config& cfg, OptimizerOptions& o) {
         o.use_averages = a.get<bool>("use_averages", true);
         o.beta1 = 0.0;
         o.beta2 = 0.0;
-        o.L2_is_weight_decay = a.get<bool>("L2_is_weight_decay", false);
+        o.L2_is_weight_decay = a.get<bool>("L2_is_weight_decay", true);
     } else {
         fail("tenon-E327", where + " @optimizers: no optimizer is registered as \"" + name +
                                "\"; the optimizers: Adam.v1, SGD.v1");
