@@ -406,8 +406,9 @@ int train(const Options& o) {
     Corpus dev = read_corpus(cfg, "corpora.dev", true);
     check_kind(model, dev);
     const auto labels = label_set(t, train);
-    std::printf("training %s: %zu examples in [corpora.train], %zu in [corpora.dev], %zu labels, %zu epochs\n",
-                o.config_path.c_str(), train.size(), dev.size(), labels.size(), t.max_epochs);
+    std::printf("training %s: %zu examples in [corpora.train], %zu in [corpora.dev], %zu labels, %zu epoch%s\n",
+                o.config_path.c_str(), train.size(), dev.size(), labels.size(), t.max_epochs,
+                t.max_epochs == 1 ? "" : "s");
     return std::visit([&](auto& m) { return train_loop(m, cfg, t, opt, train, dev, labels, o); }, model);
 }
 
