@@ -178,6 +178,11 @@ def text(tmp):
     check(rows and rows[-1][2] < rows[0][2], "train textcat: the loss goes down", out)
     rc, out, err = tenon("evaluate", model_dir)
     check(rc == 0 and re.search(r"accuracy [\d.]+ \(60 examples", out) is not None, "evaluate textcat", out + err)
+    # The same seed trains the same model (shuffling and dropout draw from it), byte for byte.
+    again = os.path.join(tmp, "textcat-again")
+    rc, out, err = tenon("train", TEXTCAT, "--output", again, "--training.max_epochs", "4", *paths)
+    with open(os.path.join(model_dir, "model.tenon"), "rb") as a, open(os.path.join(again, "model.tenon"), "rb") as b:
+        check(rc == 0 and a.read() == b.read(), "train textcat twice with one seed: the same model file", out + err)
     inputs = os.path.join(tmp, "inputs.jsonl")
     with open(inputs, "w") as f:
         f.write('{"text": "the lazy dog and the cat"}\n{"text": "der faulen hund und katze"}\n'
