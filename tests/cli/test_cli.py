@@ -31,8 +31,9 @@ def check(ok, what, out=""):
         print("FAILED: %s\n%s" % (what, out[-3000:]))
 
 
-def tenon(*args):
-    p = subprocess.run([TENON] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+def tenon(*args, stdin=""):
+    p = subprocess.run([TENON] + list(args), input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=120)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -191,6 +192,9 @@ def text(tmp):
     lines = [l.split("\t") for l in out.splitlines() if not l.startswith("#")]
     check(rc == 0 and [l[1] for l in lines[:3]] == ["en", "de", "fr"] and len(lines) == 4,
           "predict textcat: en, de, fr and an empty document", out + err)
+
+    rc, out2, err = tenon("predict", model_dir, "-", stdin=open(inputs).read())
+    check(rc == 0 and out2 == out, "predict textcat from standard input: the same lines", out2 + err)
 
     # Bad documents: the file and line, the id.
     bad = os.path.join(tmp, "bad.jsonl")

@@ -2,6 +2,7 @@
 // (tools/tenon/cli.hpp). JSON is parsed with nlohmann/json (the tool's own include path).
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -75,8 +76,12 @@ std::string label_text(const nlohmann::json& l, const std::string& at) {
 }
 
 Corpus read_jsonl(const std::string& path, std::size_t limit, const std::string& where) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("tenon-E323", where + ": cannot open '" + path + "'");
+    std::ifstream file;
+    if (path != "-") {
+        file.open(path, std::ios::binary);
+        if (!file) fail("tenon-E323", where + ": cannot open '" + path + "'");
+    }
+    std::istream& in = path == "-" ? std::cin : file;  // "-": standard input (tenon predict DIR -)
     Corpus c;
     c.where = where;
     c.text = true;
@@ -173,6 +178,9 @@ Corpus read_corpus(const config::Config& cfg, const std::string& path, bool need
 }
 
 Corpus read_inputs(const std::string& file, bool text, std::size_t limit) {
+    if (file == "-" && !text)
+        fail("tenon-E323", "'-' (standard input): only a documents model reads its inputs from standard input "
+                           "(JSON lines); give an images model an IDX file");
     return text ? read_jsonl(file, limit, "'" + file + "'") : read_idx(file, {}, limit, "'" + file + "'");
 }
 

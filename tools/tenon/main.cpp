@@ -3,7 +3,7 @@
 //   tenon describe CONFIG [--no-data] [--section.key VALUE ...]
 //   tenon train CONFIG --output DIR [--section.key VALUE ...]
 //   tenon evaluate DIR [--corpus dev|test|NAME] [--section.key VALUE ...]
-//   tenon predict DIR INPUT [--limit N]
+//   tenon predict DIR INPUT [--limit N]          (INPUT "-": JSON lines on standard input)
 // Every error is a tenon::Error with its id; the status is then 1 (2 for the command line).
 #include <cstdio>
 #include <cstring>
@@ -22,7 +22,7 @@ const char* const usage =
     "usage: tenon describe CONFIG [--no-data] [--section.key VALUE ...]\n"
     "       tenon train CONFIG --output DIR [--section.key VALUE ...]\n"
     "       tenon evaluate DIR [--corpus dev|test] [--section.key VALUE ...]\n"
-    "       tenon predict DIR INPUT [--limit N]\n"
+    "       tenon predict DIR INPUT [--limit N]     (INPUT -: JSON lines from standard input)\n"
     "CONFIG: a Thinc-format config with [model], [training] and [corpora.train] / [corpora.dev];\n"
     "DIR: what train writes (config.cfg, model.tenon). --section.key VALUE overrides a value of the\n"
     "config (--training.max_epochs 1). See docs/configs.md, \"The tenon command\".\n";
