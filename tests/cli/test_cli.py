@@ -136,6 +136,8 @@ def fashion(tmp):
         f.write(text.replace("[model.*.output]", "[model.*.output]\nnO = 5"))
     fails_with("tenon-E324", ["train", bad, "--output", os.path.join(tmp, "no")] + SLICE, also=["10 labels"])
     fails_with("tenon-E321", ["train", FASHION, "--output", os.path.join(tmp, "no"), "--training.max_epochs", "0"])
+    fails_with("tenon-E324", ["train", FASHION, "--output", os.path.join(tmp, "no"), "--training.labels", '["0", "1"]'] +
+               SLICE, also=['the label "', "2 labels"])
     fails_with("tenon-E313", ["train", FASHION, "--output", os.path.join(tmp, "no"), "--training.batch_size", '"big"'])
     fails_with("tenon-E306", ["train", FASHION, "--output", os.path.join(tmp, "no"), "--training.max_epoch", "1"])
     fails_with("tenon-E140", ["train", FASHION, "--output", os.path.join(tmp, "no"), "--paths.data", '"/nonexistent"'],
