@@ -43,6 +43,7 @@ def fails_with(ident, args, status=1, also=()):
     rc, out, err = tenon(*args)
     check(rc == status, "%s: status %d, expected %d" % (" ".join(args), rc, status), out + err)
     check("[" + ident + "]" in err, "%s: %s not in stderr" % (" ".join(args), ident), err)
+    check("Sanitizer" not in err and "runtime error" not in err, "%s: a sanitizer's report" % " ".join(args), err)
     for a in also:
         check(a in err, "%s: %r not in stderr" % (" ".join(args), a), err)
     return err
