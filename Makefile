@@ -95,10 +95,15 @@ soak: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) bench/soak
 	SOAK_SECONDS=$(SOAK_SECONDS) $(BUILD)/bench/soak
 
-# Only what the demo needs (the library and the example), not the tests.
+# Only what the demo needs (the library, the example and the tenon command), not the tests.
+# Then the same model from a config (docs/configs.md, "The tenon command"): one epoch.
 demo: deps $(BUILD)/build.ninja
-	ninja -C $(BUILD) -j $(JOBS) examples/mnist_mlp
+	ninja -C $(BUILD) -j $(JOBS) examples/mnist_mlp tools/tenon/tenon
 	$(BUILD)/examples/mnist_mlp 2
+	$(BUILD)/tools/tenon/tenon describe examples/configs/fashion_mnist.cfg
+	$(BUILD)/tools/tenon/tenon train examples/configs/fashion_mnist.cfg --output $(BUILD)/fashion-model \
+	  --training.max_epochs 1
+	$(BUILD)/tools/tenon/tenon evaluate $(BUILD)/fashion-model
 
 # Model files (docs/serialization.md): train a word-language identifier on Debian's word
 # lists and save it, then a minimal service loads the file and answers lines from stdin.
