@@ -79,27 +79,20 @@ void product_backward(const Stage& s, const StageParams& sp, const Ctx& c) {
 }
 
 namespace {
-// Rows [r0, r0 + n) of a (rows x w) array, copied into columns [c0, c0 + w) of a (rows x W)
-// one (add: added).
+// to = from (add: to += from), n values: a gradient's first write assigns, later ones add.
+void put(float* to, const float* from, std::size_t n, bool add) {
+    if (add)
+        for (std::size_t i = 0; i < n; ++i) to[i] += from[i];
+    else std::memcpy(to, from, n * sizeof(float));
+}
+// The rows of a (rows x w) array into columns [c0, c0 + w) of a (rows x W) one, and back.
 void copy_cols(const float* from, std::size_t w, float* to, std::size_t W, std::size_t c0, std::size_t rows,
                bool add) {
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* a = from + r * w;
-        float* b = to + r * W + c0;
-        if (add)
-            for (std::size_t j = 0; j < w; ++j) b[j] += a[j];
-        else std::memcpy(b, a, w * sizeof(float));
-    }
+    for (std::size_t r = 0; r < rows; ++r) put(to + r * W + c0, from + r * w, w, add);
 }
 void take_cols(const float* from, std::size_t W, std::size_t c0, float* to, std::size_t w, std::size_t rows,
                bool add) {
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* a = from + r * W + c0;
-        float* b = to + r * w;
-        if (add)
-            for (std::size_t j = 0; j < w; ++j) b[j] += a[j];
-        else std::memcpy(b, a, w * sizeof(float));
-    }
+    for (std::size_t r = 0; r < rows; ++r) put(to + r * w, from + r * W + c0, w, add);
 }
 // Thinc's flatten with pad: the sequences' rows (unpadded, back to back) and their place in
 // the padded rows, pad zero rows before, between and after the non-empty ones. f(unpadded
@@ -219,11 +212,7 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
             const std::size_t pad = c.p->spaces[s.space].pad;
             padded_runs(
                 c, pad,
-                [&](std::size_t u, std::size_t q, std::size_t k) {
-                    if (s.dx_assign) std::memcpy(dx + u * n, d + q * n, k * n * sizeof(float));
-                    else
-                        for (std::size_t i = 0; i < k * n; ++i) dx[u * n + i] += d[q * n + i];
-                },
+                [&](std::size_t u, std::size_t q, std::size_t k) { put(dx + u * n, d + q * n, k * n, !s.dx_assign); },
                 [](std::size_t) {});
             break;
         }
@@ -233,11 +222,7 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
             const std::size_t pad = c.p->spaces[c.p->bounds[s.in].space].pad;
             padded_runs(
                 c, pad,
-                [&](std::size_t u, std::size_t q, std::size_t k) {
-                    if (s.dx_assign) std::memcpy(dx + q * n, d + u * n, k * n * sizeof(float));
-                    else
-                        for (std::size_t i = 0; i < k * n; ++i) dx[q * n + i] += d[u * n + i];
-                },
+                [&](std::size_t u, std::size_t q, std::size_t k) { put(dx + q * n, d + u * n, k * n, !s.dx_assign); },
                 [&](std::size_t q) {
                     if (s.dx_assign) std::memset(dx + q * n, 0, pad * n * sizeof(float));
                 });
