@@ -19,19 +19,10 @@ using namespace tenon;
 using namespace tenon::config;
 using Catch::Matchers::Contains;
 using tenon::test::error_id;
+using tenon::test::error_message;
 
 namespace {
 using Any2d = AnyModel<Floats2d, Floats2d>;
-
-template <class F>
-std::string message_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
 
 // The nodes that hold parameters, depth first (walk() is breadth first, as Thinc's, and a
 // built model has more levels than the same model written in C++: any(...), the DynChain).
@@ -205,22 +196,22 @@ TEST_CASE("config: every error of the reader has its id and names the place", "[
     CHECK(error_id([] { Config::from_str("[model]\njust words"); }) == "tenon-E300");
     CHECK(error_id([] { Config::from_str("x = 1\n[model]"); }) == "tenon-E300");
     CHECK(error_id([] { Config::from_str("[model..a]"); }) == "tenon-E300");
-    CHECK_THAT(message_of([] { Config::from_str("[model]\nsizes = [1, 2"); }),
+    CHECK_THAT(error_message([] { Config::from_str("[model]\nsizes = [1, 2"); }),
                Contains("tenon-E301") && Contains("[model] sizes: not a valid JSON value: [1, 2"));
     CHECK(error_id([] { Config::from_str("[model]\nname = \"abc"); }) == "tenon-E301");
-    CHECK_THAT(message_of([] { Config::from_str("[a]\n[b]\n[a]"); }), Contains("tenon-E302") && Contains("[a]"));
-    CHECK_THAT(message_of([] { Config::from_str("[a]\nx = 1\nx = 2"); }),
+    CHECK_THAT(error_message([] { Config::from_str("[a]\n[b]\n[a]"); }), Contains("tenon-E302") && Contains("[a]"));
+    CHECK_THAT(error_message([] { Config::from_str("[a]\nx = 1\nx = 2"); }),
                Contains("tenon-E302") && Contains("[a] x is set twice"));
-    CHECK_THAT(message_of([] { Config::from_str("[model]\n[model.tok2vec.embed]\nx = 1"); }),
+    CHECK_THAT(error_message([] { Config::from_str("[model]\n[model.tok2vec.embed]\nx = 1"); }),
                Contains("tenon-E303") && Contains("[model.tok2vec]"));
-    CHECK_THAT(message_of([] { Config::from_str("[model]\nwidth = ${vars.width}"); }),
+    CHECK_THAT(error_message([] { Config::from_str("[model]\nwidth = ${vars.width}"); }),
                Contains("tenon-E304") && Contains("[model] width") && Contains("${vars.width}"));
     CHECK(error_id([] { Config::from_str("[a]\nx = \"${b}-1\"\n[b]\ny = 1"); }) == "tenon-E304");  // section in text
     CHECK(error_id([] { Config::from_str("[a]\nx = ${a.y}\ny = ${a.x}"); }) == "tenon-E305");
     CHECK(error_id([] { Config::from_str("[a]\nx = ${a}"); }) == "tenon-E305");
-    CHECK_THAT(message_of([] { Config::from_str(mlp_cfg, {{"model.*.hiden.nO", "3"}}); }),
+    CHECK_THAT(error_message([] { Config::from_str(mlp_cfg, {{"model.*.hiden.nO", "3"}}); }),
                Contains("tenon-E306") && Contains("[model.*.hiden]"));
-    CHECK_THAT(message_of([] { Config::from_str(mlp_cfg, {{"vars.depth", "3"}}); }),
+    CHECK_THAT(error_message([] { Config::from_str(mlp_cfg, {{"vars.depth", "3"}}); }),
                Contains("tenon-E306") && Contains("[vars] has no key depth"));
     CHECK(error_id([] { Config::from_str(mlp_cfg, {{"width", "3"}}); }) == "tenon-E306");
     CHECK(error_id([] { Config::from_str(mlp_cfg, {{"vars.width", "[3"}}); }) == "tenon-E301");
@@ -231,7 +222,7 @@ TEST_CASE("config: every error of the reader has its id and names the place", "[
     CHECK(error_id([] { Config::from_str("[a]\nb = 1\n[a.b]\nc = 2"); }) == "tenon-E307");
     CHECK(error_id([] { Config::from_str("[a]\nb = 1\n[a.b.c]\nc = 2"); }) == "tenon-E307");
     CHECK(error_id([] { Config::from_disk("/nonexistent/tenon.cfg"); }) == "tenon-E308");
-    CHECK_THAT(message_of([] { Config::from_str(mlp_cfg).at("model.*.hiden.nO"); }),
+    CHECK_THAT(error_message([] { Config::from_str(mlp_cfg).at("model.*.hiden.nO"); }),
                Contains("tenon-E309") && Contains("model.*"));
     CHECK(error_id([] { Config::from_str(mlp_cfg).at("nope"); }) == "tenon-E309");
 }
@@ -356,20 +347,20 @@ TEST_CASE("registry: sequence layers and a chain whose children's types do not f
     REQUIRE(dX.size() == 2);
     CHECK(dX[1].shape() == std::array<std::size_t, 2>{2, 4});
 
-    const std::string msg = message_of([] {
+    const std::string msg = error_message([] {
         build(Config::from_str("[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"list2ragged.v1\"\n"
                                "[model.*.b]\n@layers = \"ragged2list.v1\"\n[model.*.c]\n@layers = \"Relu.v1\""));
     });
     CHECK_THAT(msg, Contains("tenon-E315") && Contains("[model.*.b]") && Contains("[model.*.c]") &&
                         Contains("outputs List[Floats2d], the next") && Contains("expects Floats2d"));
-    CHECK_THAT(message_of([] {
+    CHECK_THAT(error_message([] {
                    build(Config::from_str("[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"Relu.v1\"\n"
                                           "[model.*.b]\n@layers = \"reduce_sum.v1\""));
                }),
                Contains("tenon-E315") && Contains("outputs Floats2d, the next, [model.*.b] (reduce_sum") &&
                    Contains("expects Ragged"));
     // The program asks for another signature than the config's model has.
-    CHECK_THAT(message_of([] { build_model<Floats2d, Floats2d>(Config::from_str("[model]\n@layers = \"reduce_max.v1\"")); }),
+    CHECK_THAT(error_message([] { build_model<Floats2d, Floats2d>(Config::from_str("[model]\n@layers = \"reduce_max.v1\"")); }),
                Contains("tenon-E316") && Contains("[model] is a model from Ragged to Floats2d"));
     CHECK(error_id([] {
               build_model<Floats2d, Floats2d>(Config::from_str(
@@ -377,7 +368,7 @@ TEST_CASE("registry: sequence layers and a chain whose children's types do not f
                   "@layers = \"reduce_mean.v1\""));
           }) == "tenon-E316");
     // A combinator of this slice over another type.
-    CHECK_THAT(message_of([] {
+    CHECK_THAT(error_message([] {
                    build(Config::from_str("[model]\n@layers = \"residual.v1\"\n[model.layer]\n@layers = \"ragged2list.v1\""));
                }),
                Contains("tenon-E318") && Contains("[model.layer] maps Ragged to List[Floats2d]"));
@@ -385,37 +376,37 @@ TEST_CASE("registry: sequence layers and a chain whose children's types do not f
 
 TEST_CASE("registry: every error of building has its id and names the path", "[config][registry][errors]") {
     auto build_str = [](std::string text) { return [text] { build(Config::from_str(text)); }; };
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"Rleu.v1\"")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"Rleu.v1\"")),
                Contains("tenon-E310") && Contains("Rleu.v1") && Contains("Relu.v1"));
-    CHECK_THAT(message_of(build_str("[model]\n@architectures = \"Relu.v1\"")),
+    CHECK_THAT(error_message(build_str("[model]\n@architectures = \"Relu.v1\"")),
                Contains("tenon-E310") && Contains("an @layers name"));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"clone.v1\"\n[model.orig]\n@layers = \"Relu.v1\"")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"clone.v1\"\n[model.orig]\n@layers = \"Relu.v1\"")),
                Contains("tenon-E311") && Contains("[model] n: missing argument of clone.v1"));
     CHECK(error_id(build_str("[model]\n@layers = \"chain.v1\"")) == "tenon-E311");
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"Relu.v1\"\nn0 = 3")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"Relu.v1\"\nn0 = 3")),
                Contains("tenon-E312") && Contains("[model] n0: unknown argument of Relu.v1") && Contains("nO"));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"Relu.v1\"\nwidth = \"abc\"")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"Relu.v1\"\nwidth = \"abc\"")),
                Contains("tenon-E312") && Contains("[model.*.a] width"));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"Relu.v1\"\nnO = \"abc\"")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"Relu.v1\"\nnO = \"abc\"")),
                Contains("tenon-E313") && Contains("[model] nO: expected a positive integer (a width) or null, found \"abc\""));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"Relu.v1\"\nnormalize = 1")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"Relu.v1\"\nnormalize = 1")),
                Contains("tenon-E313") && Contains("[model] normalize: expected true or false, found 1"));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"Dropout.v1\"\nrate = \"high\"")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"Dropout.v1\"\nrate = \"high\"")),
                Contains("tenon-E313") && Contains("[model] rate: expected a number, found \"high\""));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"clone.v1\"\nn = 2\norig = 3")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"clone.v1\"\nn = 2\norig = 3")),
                Contains("tenon-E313") && Contains("[model] orig: expected a model"));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = 3")), Contains("tenon-E313"));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"Relu.v1\"\nnO = 0")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = 3")), Contains("tenon-E313"));
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"Relu.v1\"\nnO = 0")),
                Contains("tenon-E314") && Contains("[model] nO"));
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"clone.v1\"\nn = -1\n[model.orig]\n@layers = \"Relu.v1\"")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"clone.v1\"\nn = -1\n[model.orig]\n@layers = \"Relu.v1\"")),
                Contains("tenon-E314") && Contains("[model] n: -1 is out of range"));
-    CHECK_THAT(message_of(build_str("[model]\nnO = 3")), Contains("tenon-E317") && Contains("[model]"));
+    CHECK_THAT(error_message(build_str("[model]\nnO = 3")), Contains("tenon-E317") && Contains("[model]"));
     CHECK(error_id(build_str("[model]\n@layers = \"Relu.v1\"\n@architectures = \"Relu.v1\"")) == "tenon-E317");
     CHECK(error_id(build_str("[model]\n@optimizers = \"Adam.v1\"")) == "tenon-E317");
     CHECK(error_id([] { layers().add("Relu.v1", [](Args&) { return Relu<>(); }); }) == "tenon-E319");
     CHECK(error_id([] { build(Config::from_str("[model]\n@layers = \"Relu.v1\""), "nope"); }) == "tenon-E309");
     // A layer's own error gets the config path in front, and keeps its id.
-    CHECK_THAT(message_of(build_str("[model]\n@layers = \"Dropout.v1\"\nrate = 1.5")),
+    CHECK_THAT(error_message(build_str("[model]\n@layers = \"Dropout.v1\"\nrate = 1.5")),
                Contains("[model] Dropout.v1: ") && Contains("1.5"));
 }
 
@@ -436,9 +427,9 @@ TEST_CASE("registry: a user's own factory, with typed and checked arguments", "[
     CHECK(m.model().name() == "relu>>relu>>relu>>softmax");
     const Floats2d X = inputs(2, 5);
     CHECK(m.initialize(X).predict(X).shape() == std::array<std::size_t, 2>{2, 2});
-    CHECK_THAT(message_of([] { build(Config::from_str("[model]\n@layers = \"test.Mlp.v1\"\nwidth = 8.5\nnO = 2")); }),
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"test.Mlp.v1\"\nwidth = 8.5\nnO = 2")); }),
                Contains("tenon-E313") && Contains("[model] width: expected an integer, found 8.5"));
-    CHECK_THAT(message_of([] { build(Config::from_str("[model]\n@layers = \"test.Mlp.v1\"\nwidth = 8\nnO = 2\ndepht = 2")); }),
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"test.Mlp.v1\"\nwidth = 8\nnO = 2\ndepht = 2")); }),
                Contains("tenon-E312") && Contains("did you mean depth"));
     // A user's factory in a chain of the built-in ones.
     Any2d mixed = build_model<Floats2d, Floats2d>(Config::from_str(
@@ -454,7 +445,7 @@ TEST_CASE("registry: a user's own factory, with typed and checked arguments", "[
         "[model]\n@layers = \"test.Stack.v1\"\n[model.layers]\n[model.layers.*.a]\n@layers = \"Mish.v1\"\nnO = 3\n"
         "[model.layers.*.b]\n@layers = \"Softmax.v1\"\nnO = 2"));
     CHECK(stack.model().name() == "mish>>softmax");
-    CHECK_THAT(message_of([] {
+    CHECK_THAT(error_message([] {
                    build(Config::from_str("[model]\n@layers = \"test.Stack.v1\"\n[model.layers]\n[model.layers.*.a]\n"
                                           "@layers = \"Mish.v1\"\nnO = \"x\""));
                }),
@@ -597,9 +588,9 @@ TEST_CASE("registry: spaCy's Tagger.v2 over Tok2Vec.v2 gives what the same C++ m
     };
     CHECK(maxouts(built) == 3);
     CHECK(maxouts(deeper) == 4);  // one more encoder block
-    CHECK_THAT(message_of([] { build(Config::from_str(tagger_cfg, {{"model.tok2vec.embed.rows", "[500, 100]"}})); }),
+    CHECK_THAT(error_message([] { build(Config::from_str(tagger_cfg, {{"model.tok2vec.embed.rows", "[500, 100]"}})); }),
                Contains("tenon-E314") && Contains("[model.tok2vec.embed] rows: one row count per attr"));
-    CHECK_THAT(message_of([] {
+    CHECK_THAT(error_message([] {
                    build(Config::from_str(tagger_cfg, {{"model.tok2vec.embed.include_static_vectors", "true"}}));
                }),
                Contains("tenon-E318"));
@@ -652,7 +643,7 @@ nO = 3
     CHECK(on_lists.initialize(X).predict(X)[1].shape() == std::array<std::size_t, 2>{2, 3});
     AnyModel<Padded, Padded> on_padded = build_model<Padded, Padded>(Config::from_str(wrap));
     CHECK(on_padded.model().name() == "with_array(any(relu))");
-    CHECK_THAT(message_of([&] { build_model<Ints1d, Floats2d>(Config::from_str(wrap)); }),
+    CHECK_THAT(error_message([&] { build_model<Ints1d, Floats2d>(Config::from_str(wrap)); }),
                Contains("tenon-E316") && Contains("[model] is a model from List[Floats2d] to List[Floats2d], from Ragged to "
                                                     "Ragged, from Padded to Padded, from Floats2d to Floats2d; the program asks "
                                                     "for a model from Ints1d to Floats2d"));
@@ -664,7 +655,7 @@ nO = 3
     const Floats2d X2 = inputs(5, 3);
     windowed.initialize(X2);
     CHECK(param_nodes(windowed)[1]->get_dim("nI") == 12);  // (2 * 1 + 1) * 4
-    CHECK_THAT(message_of([] {
+    CHECK_THAT(error_message([] {
                    build(Config::from_str("[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"ragged2list.v1\"\n"
                                           "[model.*.b]\n@layers = \"expand_window.v1\""));
                }),
@@ -724,8 +715,8 @@ TEST_CASE("registry: HashEmbed.v1 and Embed.v1 give what their C++ forms give", 
                Embed<>(50, EmbedOptions{.nO = 5, .column = 0, .initializer = {}, .dropout = {}}));
     Table seeded = build_model<Ints2d, Floats2d>(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4\nnV = 20\nseed = 3"));
     CHECK(seeded.model().attr_as<std::int64_t>("seed") == 3);
-    CHECK_THAT(message_of([] { build(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4")); }),
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4")); }),
                Contains("tenon-E311") && Contains("[model] nV"));
-    CHECK_THAT(message_of([] { build(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4\nnV = 8\nseed = -1")); }),
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4\nnV = 8\nseed = -1")); }),
                Contains("tenon-E314") && Contains("[model] seed: -1 is out of range"));
 }
