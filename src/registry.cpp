@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstring>
 #include <cxxabi.h>
 
 #include "tenon/combinators/add.hpp"
@@ -21,6 +23,7 @@
 #include "tenon/layers/maxout.hpp"
 #include "tenon/layers/mish.hpp"
 #include "tenon/layers/relu.hpp"
+#include "tenon/layers/sigmoid_activation.hpp"
 #include "tenon/layers/sigmoid.hpp"
 #include "tenon/layers/softmax.hpp"
 #include "tenon/model/widths.hpp"
@@ -116,13 +119,20 @@ void check_steps(const Steps& steps, const std::type_info& in, const std::type_i
                                " cannot be a model from " + in_name + " to " + out_name);
 }
 
-void chain_sync_dims(Node& chain, Steps& steps) {
-    if (steps.empty()) return;
-    Node& first = steps.front()->node();
-    Node& last = steps.back()->node();
-    if (first.has_dim("nI")) chain.set_dim("nI", first.get_dim("nI"), true);
-    if (last.has_dim("nO")) chain.set_dim("nO", last.get_dim("nO"), true);
+Node* chain_dim_owner(const Steps& steps, std::string_view name) noexcept {
+    if (steps.empty() || (name != "nI" && name != "nO")) return nullptr;
+    // The first (nI) or last (nO) step that changes the width; the first step when none does.
+    std::size_t at = 0;
+    bool seen = false;
+    for (std::size_t i = 0; i < steps.size(); ++i)
+        if (!steps[i]->keeps_width() && (name == "nO" || !seen)) {
+            at = i;
+            seen = true;
+        }
+    return &steps[at]->node();
 }
+
+
 
 void chain_init(Node& chain, Steps& steps, const std::any* X, const std::any* Y) {
     std::any cur;
@@ -147,7 +157,6 @@ void chain_init(Node& chain, Steps& steps, const std::any* X, const std::any* Y)
         if (!last && have) cur = steps[i]->predict(*xi);
         width = widths::known(c, "nO");
     }
-    chain_sync_dims(chain, steps);
 }
 
 std::any chain_predict(const Steps& steps, std::any X) {
@@ -282,8 +291,52 @@ DynModel DynModel::one_of(std::vector<DynModel> forms) {
     return out;
 }
 
+DynModel&& DynModel::with_code(std::string code) && {
+    for (auto& a : alts_) {
+        if (a.size() != 1)
+            fail("tenon-E318", "with_code: a model of " + std::to_string(a.size()) +
+                                   " steps has its steps' code (give each step its own)");
+        a.front()->code = code;
+    }
+    return std::move(*this);
+}
+
+namespace {
+std::string steps_code(const detail::Steps& steps) {
+    if (steps.size() == 1) return steps.front()->code;
+    std::string out = "chain(";
+    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? ", " : "") + steps[i]->code;
+    return out + ")";
+}
+}  // namespace
+
+std::string DynModel::code_of(const std::type_info& in, const std::type_info& out) const {
+    for (const auto& a : alts_)
+        if (a.front()->in_type() == in && a.back()->out_type() == out) return steps_code(a);
+    return {};
+}
+
+std::vector<DynModel::Form> DynModel::forms() const {
+    std::vector<Form> out;
+    for (const auto& a : alts_) out.push_back({a.front()->in_name(), a.back()->out_name(), steps_code(a)});
+    return out;
+}
+
+std::vector<const Node*> DynModel::step_nodes() const {
+    std::vector<const Node*> out;
+    if (!alts_.empty())
+        for (const auto& st : alts_.front()) out.push_back(&st->node());
+    return out;
+}
+
 std::string DynModel::in_name() const { return names_of(alts_, true); }
 std::string DynModel::out_name() const { return names_of(alts_, false); }
+
+void DynModel::mark_uncoded(const std::string& mark) {
+    for (auto& a : alts_)
+        for (auto& st : a)
+            if (st->code.empty()) st->code = mark;
+}
 
 void DynModel::set_path(std::string path) {
     for (auto& a : alts_)
@@ -484,13 +537,146 @@ DynModel build(const Value& section, const std::string& path) {
     args.finish();
     if (m.empty()) fail("tenon-E318", where(path) + ": the factory of " + name + " returned no model");
     m.set_path(path);
+    m.mark_uncoded("@" + where(path) + " " + name + "@");
     return m;
 }
 
 DynModel build(const Config& config, std::string_view path) { return build(config.at(path), std::string(path)); }
 
-// ---- the built-in factories ----------------------------------------------------------------
+// ---- codegen -------------------------------------------------------------------------------
 namespace {
+// An expression laid out over lines: a call longer than fits has one argument per line.
+std::string layout(const std::string& e, std::size_t indent) {
+    constexpr std::size_t fits = 100;
+    const std::size_t open = e.find('(');
+    if (indent + e.size() <= fits || open == std::string::npos || e.back() != ')') return e;
+    std::vector<std::string> args;
+    int depth = 0;
+    std::size_t from = open + 1;
+    for (std::size_t i = from; i + 1 < e.size(); ++i) {
+        const char c = e[i];
+        if (c == '(' || c == '<' || c == '{' || c == '[') ++depth;
+        else if (c == ')' || c == '>' || c == '}' || c == ']') --depth;
+        else if (c == ',' && depth == 0) {
+            args.push_back(e.substr(from, i - from));
+            from = i + 1;
+        }
+    }
+    args.push_back(e.substr(from, e.size() - 1 - from));
+    std::string out = e.substr(0, open + 1) + "\n";
+    const std::string pad(indent + 4, ' ');
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string a = args[i];
+        a.erase(0, a.find_first_not_of(' '));
+        out += pad + layout(a, indent + 4) + (i + 1 < args.size() ? ",\n" : ")");
+    }
+    return out;
+}
+// A data type's C++ name from Thinc's ("List[Ints2d]" -> "tenon::List<tenon::Ints2d>"), or ""
+// for one that has no such plain name.
+std::string cpp_type(const std::string& thinc) {
+    std::string out, word;
+    auto flush = [&] {
+        if (!word.empty()) out += "tenon::" + word;
+        word.clear();
+    };
+    for (char c : thinc) {
+        if (std::isalnum(static_cast<unsigned char>(c))) {
+            word += c;
+        } else if (c == '[' || c == ']') {
+            flush();
+            out += c == '[' ? '<' : '>';
+        } else {
+            return {};
+        }
+    }
+    flush();
+    return out;
+}
+bool identifier(const std::string& s) {
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    for (char c : s)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    return true;
+}
+}  // namespace
+
+std::string codegen(const Config& config, std::string_view path, const std::string& ns, const std::string& source) {
+    if (!identifier(ns)) fail("tenon-E328", "codegen: the namespace '" + ns + "' is not a C++ identifier");
+    const DynModel m = build(config, path);
+    const auto forms = m.forms();
+    const std::string at = where(std::string(path));
+    if (forms.size() != 1) {
+        std::string sigs;
+        for (const auto& f : forms) sigs += (sigs.empty() ? "" : ", ") + f.in + " -> " + f.out;
+        fail("tenon-E328", at + ": the model has " + std::to_string(forms.size()) + " signatures (" + sigs +
+                               "); codegen writes one type: put it in a chain.v1 whose first layer fixes the input type");
+    }
+    const DynModel::Form& f = forms.front();
+    if (const auto mark = f.code.find('@'); mark != std::string::npos) {
+        const auto end = f.code.find('@', mark + 1);
+        fail("tenon-E328", f.code.substr(mark + 1, end - mark - 1) +
+                               ": its factory gives no C++ code for codegen (a factory of your own: return "
+                               "DynModel(model).with_code(\"YourLayer<...>(...)\"), docs/configs.md)");
+    }
+    const std::string in = cpp_type(f.in), out = cpp_type(f.out);
+    std::string h;
+    h += "// Generated by `tenon codegen" + (source.empty() ? std::string() : " " + source) + "` from the config's [" +
+         std::string(path) + "]\n";
+    h += "// (docs/configs.md, \"From a config back to a type\"): the model as a static tenon type, " + f.in +
+         " -> " + f.out + ".\n";
+    h += "// make_model() builds it with the config's values (untrained); the file `tenon train` wrote loads\n";
+    h += "// into it: `auto model = " + ns + "::make_model(); model.from_disk(\"DIR/model.tenon\");`.\n";
+    h += "// Generate it again after changing the config; do not edit it.\n";
+    h += "#pragma once\n#include <type_traits>\n\n#include <tenon/tenon.hpp>\n\nnamespace " + ns + " {\n\n";
+    h += "inline auto make_model() {\n    using namespace tenon;\n    return " + layout(f.code, 4) + ";\n}\n\n";
+    h += "using Model = decltype(make_model());\n";
+    if (!in.empty() && !out.empty())
+        h += "static_assert(std::is_same_v<Model::In, " + in + "> && std::is_same_v<Model::Out, " + out +
+             ">, \"the config's signature\");\n";
+    h += "\n}  // namespace " + ns + "\n";
+    return h;
+}
+
+// ---- the built-in factories ----------------------------------------------------------------
+// Each factory reads its arguments once and gives both the model and its C++ code (what
+// `tenon codegen` writes: the same layer with the config's widths as template arguments).
+namespace {
+std::string width(std::size_t w) { return w == dyn ? "dyn" : std::to_string(w); }
+// A template's width arguments, the trailing unknown ones left out: "<128, dyn, 3>", "<>".
+std::string widths(std::initializer_list<std::size_t> ws) {
+    std::vector<std::size_t> v(ws);
+    while (!v.empty() && v.back() == dyn) v.pop_back();
+    std::string out = "<";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + width(v[i]);
+    return out + ">";
+}
+// A double as a C++ literal that reads back as the same double (the shortest such).
+std::string real(double x) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, x);
+    std::string out(buf, r.ptr);
+    if (out.find_first_of(".e") == std::string::npos) out += ".0";
+    return out;
+}
+// An options aggregate with the fields that differ from its defaults: "DenseOptions{.normalize
+// = true}", or "" when none does (the layer's default constructor).
+std::string options(const char* type, const std::vector<std::string>& fields) {
+    if (fields.empty()) return {};
+    std::string out = std::string(type) + "{";
+    for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? ", " : "") + fields[i];
+    return out + "}";
+}
+std::string dropout_field(const std::optional<double>& d) {
+    return d ? ".dropout = " + real(*d) : std::string();
+}
+std::vector<std::string> nonempty(std::initializer_list<std::string> fs) {
+    std::vector<std::string> out;
+    for (const auto& f : fs)
+        if (!f.empty()) out.push_back(f);
+    return out;
+}
+
 DenseOptions dense(Args& a, bool activation) {
     DenseOptions o;
     o.nO = a.dim("nO");
@@ -501,129 +687,190 @@ DenseOptions dense(Args& a, bool activation) {
     }
     return o;
 }
+std::string dense_code(const char* layer, const DenseOptions& o) {
+    return layer + widths({o.nO, o.nI}) + "(" +
+           options("DenseOptions", nonempty({dropout_field(o.dropout), o.normalize ? ".normalize = true" : ""})) +
+           ")";
+}
 LinearOptions linear(Args& a) {
     LinearOptions o;
     o.nO = a.dim("nO");
     o.nI = a.dim("nI");
     return o;
 }
+std::string maxout_code(const MaxoutOptions& o) {
+    return "Maxout" + widths({o.nO, o.nI, o.nP}) + "(" +
+           options("MaxoutOptions",
+                   nonempty({dropout_field(o.dropout), o.normalize ? ".normalize = true" : ""})) +
+           ")";
+}
+std::string softmax_code(const SoftmaxOptions& o) {
+    return "Softmax" + widths({o.nO, o.nI}) + "(" +
+           options("SoftmaxOptions", nonempty({o.normalize_outputs ? "" : ".normalize_outputs = false",
+                                               o.temperature == 1.0 ? "" : ".temperature = " + real(o.temperature)})) +
+           ")";
+}
+std::string hash_embed_code(std::size_t nV, const HashEmbedOptions& o) {
+    const std::string opts = options(
+        "HashEmbedOptions", nonempty({o.seed ? ".seed = " + std::to_string(*o.seed) + "u" : "",
+                                      o.column ? ".column = " + std::to_string(o.column) : "", dropout_field(o.dropout)}));
+    return "HashEmbed" + widths({o.nO}) + "(" + std::to_string(nV) + (opts.empty() ? "" : ", " + opts) + ")";
+}
 
 using F2d = AnyModel<Floats2d, Floats2d>;
 
 // A combinator that takes layers from Floats2d to Floats2d (this first slice's only type for
-// residual, clone, concatenate and add): E318 names the layer and what it maps.
-F2d floats2d(DynModel& m, const std::string& who, const std::string& path) {
+// residual, clone, concatenate and add): E318 names the layer and what it maps. `code` gets the
+// layer's code.
+F2d floats2d(DynModel& m, const std::string& who, const std::string& path, std::string& code) {
     if (!m.is<Floats2d, Floats2d>())
         fail("tenon-E318", where(path) + " " + who + ": takes layers from Floats2d to Floats2d; " +
                                (m.path().empty() ? std::string("a layer") : where(m.path())) + " maps " + m.in_name() +
                                " to " + m.out_name());
+    code = m.code<Floats2d, Floats2d>();
     return m.take<Floats2d, Floats2d>();
 }
 
 // concatenate.v1 / add.v1 with any number of layers: the typed combinators of two, nested
 // from the left (a | b | c is concatenate(concatenate(a, b), c): the same columns in the same
-// order; a + b + c sums in the same order).
+// order, and the same file as the flat concatenate(a, b, c) its code writes; a + b + c sums in
+// the same order).
 template <class Combine>
-DynModel fold(Args& a, const char* who, Combine combine) {
+DynModel fold(Args& a, const char* who, const char* fn, Combine combine) {
     std::vector<DynModel> parts = a.positional();
     if (parts.empty()) fail("tenon-E311", where(a.path()) + " " + who + ": needs at least one layer");
-    F2d acc = floats2d(parts[0], who, a.path());
-    for (std::size_t i = 1; i < parts.size(); ++i) acc = F2d(combine(std::move(acc), floats2d(parts[i], who, a.path())));
-    return DynModel(std::move(acc));
+    std::string code, one;
+    F2d acc = floats2d(parts[0], who, a.path(), code);
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        acc = F2d(combine(std::move(acc), floats2d(parts[i], who, a.path(), one)));
+        code += ", " + one;
+    }
+    return DynModel(std::move(acc)).with_code(parts.size() == 1 ? code : std::string(fn) + "(" + code + ")");
 }
 
 void register_layers(Registry& r) {
-    r.add("Linear.v1", [](Args& a) { return Linear<>(linear(a)); });
-    r.add("Relu.v1", [](Args& a) { return Relu<>(dense(a, true)); });
-    r.add("Mish.v1", [](Args& a) { return Mish<>(dense(a, true)); });
-    r.add("Sigmoid.v1", [](Args& a) { return Sigmoid<>(linear(a)); });
-    r.add("Maxout.v1", [](Args& a) {
-        MaxoutOptions o;
-        o.nO = a.dim("nO");
-        o.nI = a.dim("nI");
-        o.nP = a.get<std::size_t>("nP", 3);
-        if (o.nP == 0) fail("tenon-E314", where(a.path(), "nP") + ": expected a positive integer, found 0");
-        o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
-        o.normalize = a.get<bool>("normalize", false);
-        return Maxout<>(o);
-    });
-    r.add("Softmax.v1", [](Args& a) {
-        SoftmaxOptions o;
-        o.nO = a.dim("nO");
-        o.nI = a.dim("nI");
-        return Softmax<>(o);
-    });
-    r.add("Softmax.v2", [](Args& a) {
-        SoftmaxOptions o;
-        o.nO = a.dim("nO");
-        o.nI = a.dim("nI");
-        o.normalize_outputs = a.get<bool>("normalize_outputs", true);
-        o.temperature = a.get<double>("temperature", 1.0);
-        return Softmax<>(o);
-    });
-    r.add("LayerNorm.v1", [](Args& a) { return LayerNorm<>(a.dim("nI")); });
-    r.add("Dropout.v1", [](Args& a) { return Dropout(a.get<double>("rate", 0.0)); });
+    r.add("Linear.v1", Factory([](Args& a) {
+              const LinearOptions o = linear(a);
+              return DynModel(Linear<>(o)).with_code("Linear" + widths({o.nO, o.nI}) + "()");
+          }));
+    r.add("Relu.v1", Factory([](Args& a) {
+              const DenseOptions o = dense(a, true);
+              return DynModel(Relu<>(o)).with_code(dense_code("Relu", o));
+          }));
+    r.add("Mish.v1", Factory([](Args& a) {
+              const DenseOptions o = dense(a, true);
+              return DynModel(Mish<>(o)).with_code(dense_code("Mish", o));
+          }));
+    r.add("Sigmoid.v1", Factory([](Args& a) {
+              const LinearOptions o = linear(a);
+              return DynModel(Sigmoid<>(o)).with_code("Sigmoid" + widths({o.nO, o.nI}) + "()");
+          }));
+    r.add("Logistic.v1", Factory([](Args&) { return DynModel(SigmoidActivation()).with_code("SigmoidActivation()"); }));
+    r.add("Maxout.v1", Factory([](Args& a) {
+              MaxoutOptions o;
+              o.nO = a.dim("nO");
+              o.nI = a.dim("nI");
+              o.nP = a.get<std::size_t>("nP", 3);
+              if (o.nP == 0) fail("tenon-E314", where(a.path(), "nP") + ": expected a positive integer, found 0");
+              o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
+              o.normalize = a.get<bool>("normalize", false);
+              return DynModel(Maxout<>(o)).with_code(maxout_code(o));
+          }));
+    r.add("Softmax.v1", Factory([](Args& a) {
+              SoftmaxOptions o;
+              o.nO = a.dim("nO");
+              o.nI = a.dim("nI");
+              return DynModel(Softmax<>(o)).with_code(softmax_code(o));
+          }));
+    r.add("Softmax.v2", Factory([](Args& a) {
+              SoftmaxOptions o;
+              o.nO = a.dim("nO");
+              o.nI = a.dim("nI");
+              o.normalize_outputs = a.get<bool>("normalize_outputs", true);
+              o.temperature = a.get<double>("temperature", 1.0);
+              return DynModel(Softmax<>(o)).with_code(softmax_code(o));
+          }));
+    r.add("LayerNorm.v1", Factory([](Args& a) {
+              const std::size_t nI = a.dim("nI");
+              return DynModel(LayerNorm<>(nI)).with_code("LayerNorm" + widths({nI}) + "()");
+          }));
+    r.add("Dropout.v1", Factory([](Args& a) {
+              const double rate = a.get<double>("rate", 0.0);
+              return DynModel(Dropout(rate)).with_code("Dropout(" + real(rate) + ")");
+          }));
 
     r.add("chain.v1", Factory([](Args& a) { return DynModel::chain(a.positional(), a.path()); }));
     r.add("residual.v1", Factory([](Args& a) {
               DynModel layer = a.get<DynModel>("layer");
-              return DynModel(residual(floats2d(layer, "residual.v1", a.path())));
+              std::string code;
+              F2d l = floats2d(layer, "residual.v1", a.path(), code);
+              return DynModel(residual(std::move(l))).with_code("residual(" + code + ")");
           }));
     r.add("clone.v1", Factory([](Args& a) {
               DynModel orig = a.get<DynModel>("orig");
               const auto n = a.get<std::size_t>("n");
-              return DynModel(clone(floats2d(orig, "clone.v1", a.path()), n));
+              std::string code;
+              F2d l = floats2d(orig, "clone.v1", a.path(), code);
+              return DynModel(clone(std::move(l), n)).with_code("clone(" + code + ", " + std::to_string(n) + ")");
           }));
     r.add("concatenate.v1", Factory([](Args& a) {
-              return fold(a, "concatenate.v1", [](F2d x, F2d y) { return concatenate(std::move(x), std::move(y)); });
+              return fold(a, "concatenate.v1", "concatenate",
+                          [](F2d x, F2d y) { return concatenate(std::move(x), std::move(y)); });
           }));
     r.add("add.v1", Factory([](Args& a) {
-              return fold(a, "add.v1", [](F2d x, F2d y) { return add(std::move(x), std::move(y)); });
+              return fold(a, "add.v1", "add", [](F2d x, F2d y) { return add(std::move(x), std::move(y)); });
           }));
 
-    r.add("HashEmbed.v1", [](Args& a) {
-        HashEmbedOptions o;
-        o.nO = a.dim("nO");
-        const std::size_t nV = a.dim("nV");
-        if (nV == dyn) fail("tenon-E311", where(a.path(), "nV") + ": missing argument of HashEmbed.v1");
-        o.seed = a.get<std::optional<std::uint32_t>>("seed", std::nullopt);
-        o.column = a.get<std::size_t>("column", 0);
-        o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
-        return HashEmbed<>(nV, o);
-    });
-    r.add("Embed.v1", [](Args& a) {
-        EmbedOptions o;
-        o.nO = a.dim("nO");
-        const std::size_t nV = a.dim("nV");
-        if (nV == dyn) fail("tenon-E311", where(a.path(), "nV") + ": missing argument of Embed.v1");
-        o.column = a.get<std::size_t>("column", 0);
-        o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
-        return Embed<>(nV, o);
-    });
+    r.add("HashEmbed.v1", Factory([](Args& a) {
+              HashEmbedOptions o;
+              o.nO = a.dim("nO");
+              const std::size_t nV = a.dim("nV");
+              if (nV == dyn) fail("tenon-E311", where(a.path(), "nV") + ": missing argument of HashEmbed.v1");
+              o.seed = a.get<std::optional<std::uint32_t>>("seed", std::nullopt);
+              o.column = a.get<std::size_t>("column", 0);
+              o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
+              return DynModel(HashEmbed<>(nV, o)).with_code(hash_embed_code(nV, o));
+          }));
+    r.add("Embed.v1", Factory([](Args& a) {
+              EmbedOptions o;
+              o.nO = a.dim("nO");
+              const std::size_t nV = a.dim("nV");
+              if (nV == dyn) fail("tenon-E311", where(a.path(), "nV") + ": missing argument of Embed.v1");
+              o.column = a.get<std::size_t>("column", 0);
+              o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
+              const std::string opts =
+                  options("EmbedOptions",
+                          nonempty({o.column ? ".column = " + std::to_string(o.column) : "", dropout_field(o.dropout)}));
+              return DynModel(Embed<>(nV, o))
+                  .with_code("Embed" + widths({o.nO}) + "(" + std::to_string(nV) + (opts.empty() ? "" : ", " + opts) +
+                             ")");
+          }));
     // The layers that take several data types, as Thinc's: one form per type (DynModel::one_of).
     r.add("expand_window.v1", Factory([](Args& a) {
               const auto w = a.get<std::size_t>("window_size", 1);
               std::vector<DynModel> forms;
-              forms.emplace_back(expand_window<Floats2d>(w));
-              forms.emplace_back(expand_window<Ragged>(w));
+              forms.push_back(DynModel(expand_window<Floats2d>(w)).with_code("expand_window<" + std::to_string(w) + ", Floats2d>()"));
+              forms.push_back(DynModel(expand_window<Ragged>(w)).with_code("expand_window<" + std::to_string(w) + ", Ragged>()"));
               return DynModel::one_of(std::move(forms));
           }));
     r.add("with_array.v1", Factory([](Args& a) {
               DynModel layer = a.get<DynModel>("layer");
               const auto pad = a.get<std::size_t>("pad", 0);
-              const F2d l = floats2d(layer, "with_array.v1", a.path());
+              std::string code;
+              const F2d l = floats2d(layer, "with_array.v1", a.path(), code);
+              code += pad ? ", " + std::to_string(pad) + ")" : ")";
               std::vector<DynModel> forms;
-              forms.emplace_back(with_array<List<Floats2d>>(F2d(l), pad));
-              forms.emplace_back(with_array<Ragged>(F2d(l), pad));
-              forms.emplace_back(with_array<Padded>(F2d(l), pad));
-              forms.emplace_back(with_array<Floats2d>(F2d(l), pad));
+              forms.push_back(DynModel(with_array<List<Floats2d>>(F2d(l), pad)).with_code("with_array<List<Floats2d>>(" + code));
+              forms.push_back(DynModel(with_array<Ragged>(F2d(l), pad)).with_code("with_array<Ragged>(" + code));
+              forms.push_back(DynModel(with_array<Padded>(F2d(l), pad)).with_code("with_array<Padded>(" + code));
+              forms.push_back(DynModel(with_array<Floats2d>(F2d(l), pad)).with_code("with_array<Floats2d>(" + code));
               return DynModel::one_of(std::move(forms));
           }));
-    r.add("list2ragged.v1", [](Args&) { return list2ragged<Floats2d>(); });
-    r.add("ragged2list.v1", [](Args&) { return ragged2list<Floats2d>(); });
-    r.add("reduce_mean.v1", [](Args&) { return reduce_mean(); });
-    r.add("reduce_sum.v1", [](Args&) { return reduce_sum(); });
-    r.add("reduce_max.v1", [](Args&) { return reduce_max(); });
+    r.add("list2ragged.v1", Factory([](Args&) { return DynModel(list2ragged<Floats2d>()).with_code("list2ragged<Floats2d>()"); }));
+    r.add("ragged2list.v1", Factory([](Args&) { return DynModel(ragged2list<Floats2d>()).with_code("ragged2list<Floats2d>()"); }));
+    r.add("reduce_mean.v1", Factory([](Args&) { return DynModel(reduce_mean()).with_code("reduce_mean()"); }));
+    r.add("reduce_sum.v1", Factory([](Args&) { return DynModel(reduce_sum()).with_code("reduce_sum()"); }));
+    r.add("reduce_max.v1", Factory([](Args&) { return DynModel(reduce_max()).with_code("reduce_max()"); }));
 }
 }  // namespace
 
@@ -637,15 +884,66 @@ Registry& layers() {
 }
 
 namespace {
-// spaCy's architectures (spacy/ml/models/tok2vec.py, tagger.py) over tenon's data: a document
-// is its (tokens, features) id matrix (what spaCy's FeatureExtractor makes from the attrs), so
-// the embedding takes List[Ints2d] where spaCy takes List[Doc].
+// spaCy's architectures (spacy/ml/models/tok2vec.py, tagger.py, textcat.py) over tenon's data:
+// a document is its (tokens, features) id matrix (what spaCy's FeatureExtractor makes from the
+// attrs), so the embedding takes List[Ints2d] where spaCy takes List[Doc].
+
+// MultiHashEmbed: one HashEmbed per attr (seeds 8, 9, ... as spaCy), concatenated, then
+// Maxout(nP = 3, normalize). List[Ints2d] -> List[Floats2d]. Four steps of a chain (so that a
+// chain around it is one flat chain, as the static chain its code writes).
+DynModel multi_hash_embed(const std::string& path, std::size_t width, const std::vector<std::size_t>& rows) {
+    using Embed1 = AnyModel<Ints2d, Floats2d>;
+    std::string code;
+    auto table = [&](std::size_t i) {
+        if (rows[i] == 0) fail("tenon-E314", where(path, "rows") + ": a table of 0 rows");
+        const HashEmbedOptions o{.nO = width,
+                                 .seed = static_cast<std::uint32_t>(8 + i),
+                                 .column = i,
+                                 .initializer = {},
+                                 .dropout = 0.0};
+        code += (i ? ", " : "") + hash_embed_code(rows[i], o);
+        return Embed1(HashEmbed<>(rows[i], o));
+    };
+    // (More than two tables: two-table concatenates nested from the left; the same columns in
+    // the same order, and the same file as the flat concatenate of the code.)
+    Embed1 tables = table(0);
+    for (std::size_t i = 1; i < rows.size(); ++i) tables = Embed1(concatenate(std::move(tables), table(i)));
+    if (rows.size() > 1) code = "concatenate(" + code + ")";
+    const MaxoutOptions mix{.nO = width, .nI = width * rows.size(), .nP = 3, .init_W = {}, .init_b = {},
+                            .dropout = 0.0, .normalize = true};
+    std::vector<DynModel> parts;
+    parts.push_back(DynModel(list2ragged<Ints2d>()).with_code("list2ragged<Ints2d>()"));
+    parts.push_back(DynModel(with_array<BasicRagged<Ints2d>>(std::move(tables)))
+                        .with_code("with_array<BasicRagged<Ints2d>>(" + code + ")"));
+    parts.push_back(DynModel(with_array<Ragged>(Maxout<>(mix))).with_code("with_array<Ragged>(" + maxout_code(mix) + ")"));
+    parts.push_back(DynModel(ragged2list()).with_code("ragged2list()"));
+    return DynModel::chain(std::move(parts), path);
+}
+
+// MaxoutWindowEncoder: depth residual blocks of expand_window >> Maxout(normalize), over each
+// document's rows (pad: window_size * depth). List[Floats2d] -> List[Floats2d].
+DynModel maxout_window_encoder(const std::string& path, std::size_t width, std::size_t window, std::size_t pieces,
+                               std::size_t depth) {
+    if (pieces == 0) fail("tenon-E314", where(path, "maxout_pieces") + ": expected a positive integer, found 0");
+    if (depth == 0) fail("tenon-E314", where(path, "depth") + ": expected a positive integer, found 0");
+    const MaxoutOptions o{.nO = width, .nI = width * (2 * window + 1), .nP = pieces, .init_W = {}, .init_b = {},
+                          .dropout = 0.0, .normalize = true};
+    auto cnn = expand_window(window) >> Maxout<>(o);
+    return DynModel(with_array<List<Floats2d>>(clone(residual(std::move(cnn)), depth), window * depth))
+        .with_code("with_array<List<Floats2d>>(clone(residual(chain(expand_window<" + std::to_string(window) +
+                   ", Floats2d>(), " + maxout_code(o) + ")), " + std::to_string(depth) + "), " +
+                   std::to_string(window * depth) + ")");
+}
+
+std::size_t required_width(Args& a, const char* name, const char* who) {
+    const std::size_t w = a.dim(name);
+    if (w == dyn) fail("tenon-E311", where(a.path(), name) + ": missing argument of " + who);
+    return w;
+}
+
 void register_architectures(Registry& r) {
-    // MultiHashEmbed.v2: one HashEmbed per attr (seeds 8, 9, ... as spaCy), concatenated,
-    // then Maxout(nP = 3, normalize). List[Ints2d] -> List[Floats2d].
     r.add("spacy.MultiHashEmbed.v2", Factory([](Args& a) {
-              const std::size_t width = a.dim("width");
-              if (width == dyn) fail("tenon-E311", where(a.path(), "width") + ": missing argument of spacy.MultiHashEmbed.v2");
+              const std::size_t width = required_width(a, "width", "spacy.MultiHashEmbed.v2");
               const auto attrs = a.get<std::vector<std::string>>("attrs");
               const auto rows = a.get<std::vector<std::size_t>>("rows");
               if (a.get<bool>("include_static_vectors", false))
@@ -655,38 +953,14 @@ void register_architectures(Registry& r) {
                   fail("tenon-E314", where(a.path(), "rows") + ": one row count per attr: " +
                                          std::to_string(rows.size()) + " rows for " + std::to_string(attrs.size()) +
                                          " attrs");
-              using Embed1 = AnyModel<Ints2d, Floats2d>;
-              auto table = [&](std::size_t i) {
-                  if (rows[i] == 0) fail("tenon-E314", where(a.path(), "rows") + ": a table of 0 rows");
-                  return Embed1(HashEmbed<>(rows[i], HashEmbedOptions{.nO = width,
-                                                                      .seed = static_cast<std::uint32_t>(8 + i),
-                                                                      .column = i,
-                                                                      .initializer = {},
-                                                                      .dropout = 0.0}));
-              };
-              // (More than two tables: two-table concatenates nested from the left; the same
-              // columns in the same order.)
-              Embed1 tables = table(0);
-              for (std::size_t i = 1; i < rows.size(); ++i) tables = Embed1(concatenate(std::move(tables), table(i)));
-              return DynModel(list2ragged<Ints2d>() >> with_array<BasicRagged<Ints2d>>(std::move(tables)) >>
-                              with_array<Ragged>(Maxout<>({.nO = width, .nI = width * rows.size(), .nP = 3,
-                                                           .init_W = {}, .init_b = {}, .dropout = 0.0,
-                                                           .normalize = true})) >>
-                              ragged2list());
+              return multi_hash_embed(a.path(), width, rows);
           }));
-    // MaxoutWindowEncoder.v2: depth residual blocks of expand_window >> Maxout(normalize),
-    // over each document's rows (pad: window_size * depth). List[Floats2d] -> List[Floats2d].
     r.add("spacy.MaxoutWindowEncoder.v2", Factory([](Args& a) {
-              const std::size_t width = a.dim("width");
-              if (width == dyn) fail("tenon-E311", where(a.path(), "width") + ": missing argument of spacy.MaxoutWindowEncoder.v2");
+              const std::size_t width = required_width(a, "width", "spacy.MaxoutWindowEncoder.v2");
               const auto window = a.get<std::size_t>("window_size");
               const auto pieces = a.get<std::size_t>("maxout_pieces");
               const auto depth = a.get<std::size_t>("depth");
-              if (pieces == 0) fail("tenon-E314", where(a.path(), "maxout_pieces") + ": expected a positive integer, found 0");
-              auto cnn = expand_window(window) >> Maxout<>({.nO = width, .nI = width * (2 * window + 1), .nP = pieces,
-                                                            .init_W = {}, .init_b = {}, .dropout = 0.0,
-                                                            .normalize = true});
-              return DynModel(with_array<List<Floats2d>>(clone(residual(std::move(cnn)), depth), window * depth));
+              return maxout_window_encoder(a.path(), width, window, pieces, depth);
           }));
     // Tok2Vec.v2: embed >> encode.
     r.add("spacy.Tok2Vec.v2", Factory([](Args& a) {
@@ -695,14 +969,57 @@ void register_architectures(Registry& r) {
               parts.push_back(a.get<DynModel>("encode"));
               return DynModel::chain(std::move(parts), a.path());
           }));
-    // Tagger.v2: tok2vec >> with_array(Softmax(nO, normalize_outputs = normalize)), W zero.
+    // HashEmbedCNN.v2: Tok2Vec(MultiHashEmbed(width, attrs NORM (+ PREFIX, SUFFIX, SHAPE with
+    // subword_features; rows embed_size, then embed_size // 2)), MaxoutWindowEncoder(...)).
+    // The input's columns are the attrs in that order.
+    r.add("spacy.HashEmbedCNN.v2", Factory([](Args& a) {
+              const std::size_t width = required_width(a, "width", "spacy.HashEmbedCNN.v2");
+              const auto depth = a.get<std::size_t>("depth");
+              const auto embed_size = a.get<std::size_t>("embed_size");
+              const auto window = a.get<std::size_t>("window_size");
+              const auto pieces = a.get<std::size_t>("maxout_pieces");
+              const bool subwords = a.get<bool>("subword_features");
+              if (a.get<std::optional<std::string>>("pretrained_vectors", std::nullopt))
+                  fail("tenon-E318", where(a.path(), "pretrained_vectors") +
+                                         ": static vectors are not supported by tenon's spacy.HashEmbedCNN.v2");
+              if (embed_size < (subwords ? 2u : 1u))
+                  fail("tenon-E314", where(a.path(), "embed_size") + ": " + std::to_string(embed_size) +
+                                         " rows are too few" + (subwords ? " (the subword tables get half)" : ""));
+              std::vector<std::size_t> rows{embed_size};
+              if (subwords) rows.insert(rows.end(), 3, embed_size / 2);
+              std::vector<DynModel> parts;
+              parts.push_back(multi_hash_embed(a.path(), width, rows));
+              parts.push_back(maxout_window_encoder(a.path(), width, window, pieces, depth));
+              return DynModel::chain(std::move(parts), a.path());
+          }));
+    // Tagger.v2: tok2vec >> with_array(Softmax(nO, normalize_outputs = normalize)).
     r.add("spacy.Tagger.v2", Factory([](Args& a) {
               std::vector<DynModel> parts;
               parts.push_back(a.get<DynModel>("tok2vec"));
               SoftmaxOptions o;
               o.nO = a.dim("nO");
               o.normalize_outputs = a.get<bool>("normalize", false);
-              parts.emplace_back(with_array<List<Floats2d>>(Softmax<>(o)));
+              parts.push_back(DynModel(with_array<List<Floats2d>>(Softmax<>(o)))
+                                  .with_code("with_array<List<Floats2d>>(" + softmax_code(o) + ")"));
+              return DynModel::chain(std::move(parts), a.path());
+          }));
+    // TextCatCNN.v2: tok2vec >> list2ragged >> reduce_mean >> an output layer: Softmax(nO) for
+    // exclusive classes, else Linear(nO) >> Logistic. (spaCy wraps the output layer in
+    // `resizable` to add labels later; tenon's widths are fixed once initialised.)
+    r.add("spacy.TextCatCNN.v2", Factory([](Args& a) {
+              std::vector<DynModel> parts;
+              parts.push_back(a.get<DynModel>("tok2vec"));
+              const bool exclusive = a.get<bool>("exclusive_classes");
+              const std::size_t nO = a.dim("nO");
+              parts.push_back(DynModel(list2ragged<Floats2d>()).with_code("list2ragged<Floats2d>()"));
+              parts.push_back(DynModel(reduce_mean()).with_code("reduce_mean()"));
+              if (exclusive) {
+                  const SoftmaxOptions o{.nO = nO};
+                  parts.push_back(DynModel(Softmax<>(o)).with_code(softmax_code(o)));
+              } else {
+                  parts.push_back(DynModel(Linear<>(LinearOptions{.nO = nO})).with_code("Linear" + widths({nO}) + "()"));
+                  parts.push_back(DynModel(SigmoidActivation()).with_code("SigmoidActivation()"));
+              }
               return DynModel::chain(std::move(parts), a.path());
           }));
 }

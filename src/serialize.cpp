@@ -31,6 +31,7 @@ struct NodeAccess {
     static const std::vector<std::pair<std::string, Attr>>& attrs(const Node& n) { return n.attrs_; }
     static const std::vector<std::pair<std::string, Node*>>& refs(const Node& n) { return n.refs_; }
     static bool initialized(const Node& n) { return n.initialized_; }
+    static void set_initialized(Node& n, bool v) noexcept { n.initialized_ = v; }
     // A dim's value as get_dim reads it (its owner's where the node follows one), dyn if unknown.
     static std::size_t dim_value(const Node& n, std::string_view name) {
         return n.has_dim(name) ? n.get_dim(name) : dyn;
@@ -119,6 +120,147 @@ Walked walk_with_paths(Node& root) {
         w.n_children.push_back(children.size());
     }
     return w;
+}
+
+// ---- the file's view of a tree ------------------------------------------------------------
+// A model file records what a model computes, not how the program holds it: an AnyModel's
+// node ("any(relu)": one child, nothing of its own) is the model it holds, and a chain inside
+// a chain is its layers (as chain() flattens one). So the model a config builds (AnyModels and
+// run-time chains, config/registry.hpp) and the static type `tenon codegen` writes for it have
+// the same file, and either loads the other's. (Likewise a concatenate in a concatenate, an add
+// in an add: a | b | c computes what (a | b) | c does.) restore() sees a file and a model this way;
+// to_bytes() writes this view.
+
+[[noreturn]] void fail(const std::string& msg, const char* id);
+
+// A name with each "any(...)" wrapper taken out: "residual(any(relu))" -> "residual(relu)".
+std::string file_name(std::string_view name) {
+    std::string out;
+    std::vector<bool> dropped;  // per open parenthesis: whether its ")" is an any( wrapper's
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const bool starts = i == 0 || std::strchr("(>|+, ", name[i - 1]) != nullptr;
+        if (starts && name.substr(i, 4) == "any(") {
+            dropped.push_back(true);
+            i += 3;
+            continue;
+        }
+        if (name[i] == '(') {
+            dropped.push_back(false);
+        } else if (name[i] == ')' && !dropped.empty()) {
+            const bool d = dropped.back();
+            dropped.pop_back();
+            if (d) continue;
+        }
+        out += name[i];
+    }
+    return out;
+}
+
+// The view of a tree given breadth-first by its names and child counts.
+struct FileView {
+    std::vector<std::size_t> order;       // the nodes kept (indices into the input), breadth-first
+    std::vector<std::size_t> n_children;  // each kept node's children in the view
+    std::vector<std::size_t> hidden;      // the nodes left out, each before the nodes below it
+};
+FileView file_view(const std::vector<std::string>& names, const std::vector<std::size_t>& counts) {
+    const auto first = first_children(counts);
+    auto holder = [&](std::size_t i) {
+        return counts[i] == 1 && first[i] < names.size() && names[i] == "any(" + names[first[i]] + ")";
+    };
+    // A flat pack (chain, concatenate, add: their names join the layers' with ">>", "|", "+"),
+    // or none.
+    auto pack = [&](std::size_t i) -> std::string {
+        if (counts[i] < 2) return {};
+        std::string k = node_kind(names[i]);
+        return k == "chain" || k == "concatenate" || k == "add" ? k : std::string();
+    };
+    FileView v;
+    // The nodes that stand in the view where node i stands in the tree (in a pack of kind `in`).
+    std::function<void(std::size_t, const std::string&, std::vector<std::size_t>&)> expand =
+        [&](std::size_t i, const std::string& in, std::vector<std::size_t>& out) {
+            if (holder(i)) {
+                v.hidden.push_back(i);
+                expand(first[i], in, out);
+            } else if (!in.empty() && pack(i) == in) {
+                v.hidden.push_back(i);
+                for (std::size_t c = 0; c < counts[i]; ++c) expand(first[i] + c, in, out);
+            } else {
+                out.push_back(i);
+            }
+        };
+    if (names.empty()) return v;
+    std::vector<std::size_t> level;
+    expand(0, std::string(), level);
+    std::deque<std::size_t> queue(level.begin(), level.end());
+    while (!queue.empty()) {
+        const std::size_t i = queue.front();
+        queue.pop_front();
+        std::vector<std::size_t> kids;
+        const std::string kind = pack(i);
+        for (std::size_t c = 0; c < counts[i]; ++c) expand(first[i] + c, kind, kids);
+        v.order.push_back(i);
+        v.n_children.push_back(kids.size());
+        queue.insert(queue.end(), kids.begin(), kids.end());
+    }
+    return v;
+}
+
+// A model's nodes in the file's view, with their paths (from the view's tree), and the nodes
+// the view leaves out.
+struct FileWalk : Walked {
+    std::vector<Node*> hidden;
+};
+FileWalk file_walk(Node& root) {
+    const Walked raw = walk_with_paths(root);
+    std::vector<std::string> names;
+    for (const Node* n : raw.nodes) names.push_back(n->name());
+    const FileView v = file_view(names, raw.n_children);
+    FileWalk w;
+    for (std::size_t i : v.hidden) w.hidden.push_back(raw.nodes[i]);
+    const auto first = first_children(v.n_children);
+    w.paths.resize(v.order.size());
+    if (!v.order.empty()) w.paths[0] = node_kind(file_name(names[v.order[0]]));
+    for (std::size_t k = 0; k < v.order.size(); ++k) {
+        w.nodes.push_back(raw.nodes[v.order[k]]);
+        w.n_children.push_back(v.n_children[k]);
+        for (std::size_t c = 0; c < v.n_children[k]; ++c)
+            w.paths[first[k] + c] = w.paths[k] + ">" + (v.n_children[k] > 1 ? std::to_string(c) + ">" : "") +
+                                    node_kind(file_name(names[v.order[first[k] + c]]));
+    }
+    return w;
+}
+
+// A state in the file's view (references renumbered; one into a node left out is an error).
+ModelState file_state(ModelState st) {
+    std::vector<std::string> names;
+    std::vector<std::size_t> counts;
+    for (const auto& n : st.nodes) {
+        names.push_back(n.name);
+        counts.push_back(n.n_children);
+    }
+    const FileView v = file_view(names, counts);
+    if (v.hidden.empty()) return st;
+    std::vector<std::size_t> index(st.nodes.size(), npos);
+    for (std::size_t k = 0; k < v.order.size(); ++k) index[v.order[k]] = k;
+    for (std::size_t i : v.hidden)
+        if (!st.nodes[i].params.empty())
+            fail("corrupted file: node '" + st.nodes[i].name + "' holds a model and has parameters of its own",
+                 "tenon-E202");
+    ModelState out;
+    for (std::size_t k = 0; k < v.order.size(); ++k) {
+        NodeState n = std::move(st.nodes[v.order[k]]);
+        n.name = file_name(n.name);
+        n.n_children = v.n_children[k];
+        for (auto& [rname, target] : n.refs)
+            if (target) {
+                if (*target >= index.size() || index[*target] == npos)
+                    fail("node '" + n.name + "': reference '" + rname + "' points at a node that holds a model",
+                         "tenon-E207");
+                target = index[*target];
+            }
+        out.nodes.push_back(std::move(n));
+    }
+    return out;
 }
 
 // ---- errors -------------------------------------------------------------------------------
@@ -653,7 +795,7 @@ void check_tree(const Walked& w, const ModelState& st, const std::string& src) {
     for (const auto& n : st.nodes) file_counts.push_back(n.n_children);
     const auto mfirst = first_children(w.n_children), ffirst = first_children(file_counts);
     std::function<bool(std::size_t, std::size_t)> differs = [&](std::size_t m, std::size_t f) {
-        const bool same_name = w.nodes[m]->name() == st.nodes[f].name;
+        const bool same_name = file_name(w.nodes[m]->name()) == file_name(st.nodes[f].name);
         if (w.n_children[m] != file_counts[f]) {
             fail(w.paths[m] + ": the model's node '" + w.nodes[m]->name() + "' has " + std::to_string(w.n_children[m]) +
                      " children but the " + src + "'s '" + st.nodes[f].name + "' has " + std::to_string(file_counts[f]) +
@@ -817,17 +959,24 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
 }  // namespace
 
 void restore(Node& model, const ModelState& st, std::string_view source) {
-    Walked w = walk_with_paths(model);
-    auto staged = stage(w, st, source, true);
+    FileWalk w = file_walk(model);
+    auto staged = stage(w, file_state(st), source, true);
     // Nothing below can fail.
     for (std::size_t i = 0; i < staged.size(); ++i) detail::NodeAccess::commit(*w.nodes[i], staged[i]);
+    // A node the file's view leaves out (an AnyModel, a chain in a chain) is initialised when
+    // what it holds is; the deepest first.
+    for (std::size_t i = w.hidden.size(); i-- > 0;) {
+        bool all = true;
+        w.hidden[i]->for_each_child([&](Node& c) { all = all && detail::NodeAccess::initialized(c); });
+        detail::NodeAccess::set_initialized(*w.hidden[i], all);
+    }
 }
 
 // ---- serialize.hpp ----------------------------------------------------------------------
 
 std::vector<std::uint8_t> to_bytes(const Node& model) {
     Writer w;
-    write_state(w, capture(model));
+    write_state(w, file_state(capture(model)));
     return envelope(Kind::model, w.take());
 }
 
@@ -846,7 +995,7 @@ void from_bytes(Node& model, std::span<const std::uint8_t> data) { restore(model
 std::string can_from_bytes(const Node& model, std::span<const std::uint8_t> data) {
     try {
         // restore()'s checks, without copying the values or changing the model.
-        stage(walk_with_paths(const_cast<Node&>(model)), decode_model(data), "file", false);
+        stage(file_walk(const_cast<Node&>(model)), file_state(decode_model(data)), "file", false);
         return {};
     } catch (const Error& e) {
         return e.what();

@@ -14,8 +14,13 @@ import sys
 import tempfile
 
 TENON, ROOT = sys.argv[1], sys.argv[2]
+# tests/codegen/codegen_load: loads a trained directory into the type `tenon codegen` wrote for
+# an example config (at build time) and into the model its config builds; same predictions?
+CODEGEN_LOAD = sys.argv[3] if len(sys.argv) > 3 else None
 FASHION = os.path.join(ROOT, "examples", "configs", "fashion_mnist.cfg")
 TEXTCAT = os.path.join(ROOT, "examples", "configs", "textcat.cfg")
+TAGGER = os.path.join(ROOT, "examples", "configs", "tagger.cfg")
+TEXTCAT_CNN = os.path.join(ROOT, "examples", "configs", "textcat_cnn.cfg")
 DATA = "/usr/share/datasets/fashion-mnist"
 # A small slice, so that the test takes seconds.
 SLICE = ["--corpora.train.limit", "2000", "--corpora.dev.limit", "500"]
@@ -96,6 +101,8 @@ def fashion(tmp):
     if m:
         check(abs(float(m.group(1)) - dev_acc) < 1e-9 and m.group(2) == "500",
               "evaluate: accuracy %s on %s examples == train's %.4f on 500" % (m.group(1), m.group(2), dev_acc), out)
+
+    codegen_round_trip("fashion_mnist", model_dir)
 
     # predict: a line per image, a label of the ten and a score in (0, 1].
     rc, out, err = tenon("predict", model_dir, os.path.join(DATA, "t10k-images-idx3-ubyte.gz"), "--limit", "5")
@@ -187,6 +194,19 @@ def text(tmp):
     rc, out, err = tenon("train", TEXTCAT, "--output", again, "--training.max_epochs", "4", *paths)
     with open(os.path.join(model_dir, "model.tenon"), "rb") as a, open(os.path.join(again, "model.tenon"), "rb") as b:
         check(rc == 0 and a.read() == b.read(), "train textcat twice with one seed: the same model file", out + err)
+    codegen_round_trip("textcat", model_dir)
+    # codegen of a trained directory: its config.cfg; to a file, in a namespace of one's own.
+    header = os.path.join(tmp, "textcat.hpp")
+    rc, out, err = tenon("codegen", model_dir, "--output", header, "--namespace", "langid")
+    text_h = open(header).read() if os.path.isfile(header) else ""
+    check(rc == 0 and "namespace langid {" in text_h and "HashEmbed<64>(5000, HashEmbedOptions{.seed = 8u" in text_h
+          and "reduce_mean()" in text_h and "using Model = decltype(make_model());" in text_h,
+          "codegen DIR --output FILE --namespace langid", out + err + text_h)
+    # spaCy's text classifier architectures: TextCatCNN.v2 over HashEmbedCNN.v2, trained too.
+    cnn_dir = os.path.join(tmp, "textcat-cnn")
+    rc, out, err = tenon("train", TEXTCAT_CNN, "--output", cnn_dir, "--training.max_epochs", "3", *paths)
+    rows = table_rows(out)
+    check(rc == 0 and len(rows) == 3 and rows[-1][3] > 0.8, "train textcat_cnn: dev accuracy above 0.8", out + err)
     inputs = os.path.join(tmp, "inputs.jsonl")
     with open(inputs, "w") as f:
         f.write('{"text": "the lazy dog and the cat"}\n{"text": "der faulen hund und katze"}\n'
@@ -217,6 +237,36 @@ def text(tmp):
                               "--corpora.train.@readers", '"tenon.Corpus.v9"'], also=["tenon.JsonlCorpus.v1"])
 
 
+def codegen_round_trip(kind, model_dir):
+    if not CODEGEN_LOAD:
+        return
+    p = subprocess.run([CODEGEN_LOAD, kind, model_dir], capture_output=True, text=True)
+    check(p.returncode == 0 and "predictions equal" in p.stdout,
+          "codegen %s: the generated type loads %s and predicts the same bits" % (kind, model_dir), p.stdout + p.stderr)
+
+
+def codegen_and_describe(tmp):
+    # Every example config has a C++ form (the headers are compiled by the codegen test).
+    for cfg, want in [(TAGGER, ["with_array<List<Floats2d>>(Softmax<17>(SoftmaxOptions{.normalize_outputs = false}))",
+                                "Maxout<96, 288, 3>", "static_assert(std::is_same_v<Model::In, tenon::List<tenon::Ints2d>>"]),
+                      (TEXTCAT_CNN, ["list2ragged<Floats2d>()", "reduce_mean()", "Softmax<>()"]),
+                      (FASHION, ["Relu<512>(DenseOptions{.dropout = 0.2})", "Softmax<>()"])]:
+        rc, out, err = tenon("codegen", cfg)
+        check(rc == 0 and all(w in out for w in want), "codegen %s" % os.path.basename(cfg), out + err)
+    rc, out, err = tenon("codegen", TAGGER, "--model.tok2vec.encode.width", "64")
+    check(rc == 0 and "Maxout<64, 192, 3>" in out, "codegen with an override", out + err)
+    # describe --no-data: any model, a tagger (List[Ints2d] -> List[Floats2d]) too.
+    rc, out, err = tenon("describe", TAGGER, "--no-data")
+    check(rc == 0 and "a model from List[Ints2d] to List[Floats2d]" in out and "softmax  nO=17" in out and
+          "hashembed  nO=96  nV=5000" in out, "describe --no-data: the tagger", out + err)
+    bad = os.path.join(tmp, "alone.cfg")
+    with open(bad, "w") as f:
+        f.write('[model]\n@layers = "with_array.v1"\n\n[model.layer]\n@layers = "Relu.v1"\n')
+    fails_with("tenon-E328", ["codegen", bad], also=["signatures"])
+    fails_with("tenon-E328", ["codegen", TAGGER, "--namespace", "2x"])
+    fails_with("tenon-E320", ["codegen"], status=2)
+
+
 def usage(tmp):
     fails_with("tenon-E320", ["frobnicate"], status=2)
     fails_with("tenon-E320", ["train", FASHION], status=2, also=["--output"])
@@ -231,6 +281,7 @@ def usage(tmp):
 
 with tempfile.TemporaryDirectory() as tmp:
     usage(tmp)
+    codegen_and_describe(tmp)
     text(tmp)
     if os.path.isfile(os.path.join(DATA, "train-images-idx3-ubyte.gz")):
         fashion(tmp)

@@ -1,5 +1,5 @@
 // The `tenon` command (docs/configs.md, "The tenon command"): describe, train, evaluate and
-// predict from a Thinc-format config. corpus.cpp reads the data a config names; commands.cpp
+// predict from a Thinc-format config, and write its model as a C++ type (codegen). corpus.cpp reads the data a config names; commands.cpp
 // builds, trains and runs the model (the one file that instantiates the models' code);
 // main.cpp reads the command line. Errors: tenon-E320 ... E327.
 #pragma once
@@ -43,8 +43,9 @@ std::vector<std::string_view> tokenize(std::string_view text);
 
 // The commands; each returns the exit status. `overrides` are --section.key value pairs.
 struct Options {
-    std::string config_path;     // describe, train: the config file
-    std::string dir;             // train: --output; evaluate, predict: the trained directory
+    std::string config_path;     // describe, train: the config file; codegen: it or a trained directory
+    std::string ns;              // codegen: --namespace
+    std::string dir;             // train, codegen: --output; evaluate, predict: the trained directory
     std::string input;           // predict: the input file
     std::string corpus;          // evaluate: --corpus (default: test if the config has one, else dev)
     std::size_t limit = 0;       // predict: --limit (0: all)
@@ -55,5 +56,6 @@ int describe(const Options& o);
 int train(const Options& o);
 int evaluate(const Options& o);
 int predict(const Options& o);
+int codegen(const Options& o);
 
 }  // namespace tenon::cli

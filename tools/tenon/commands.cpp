@@ -369,11 +369,47 @@ int train_loop(M& model, const config::Config& cfg, const Training& t, Optimizer
 
 }  // namespace
 
+// The config's model as a static C++ type (config::codegen): a config file, or a directory that
+// tenon train wrote (its config.cfg, labels and all).
+int codegen(const Options& o) {
+    const fs::path given(o.config_path);
+    const std::string cfg_path = fs::is_directory(given) ? (given / "config.cfg").string() : o.config_path;
+    const config::Config cfg = config::Config::from_disk(cfg_path, o.overrides);
+    const std::string header = config::codegen(cfg, "model", o.ns.empty() ? "tenon_model" : o.ns, o.config_path);
+    if (o.dir.empty()) {
+        std::fwrite(header.data(), 1, header.size(), stdout);
+        return 0;
+    }
+    std::FILE* f = std::fopen(o.dir.c_str(), "wb");
+    if (!f || std::fwrite(header.data(), 1, header.size(), f) != header.size() || std::fclose(f) != 0)
+        fail("tenon-E326", "--output '" + o.dir + "': cannot write the header");
+    std::fprintf(stderr, "wrote %s\n", o.dir.c_str());
+    return 0;
+}
+
 int describe(const Options& o) {
     const config::Config cfg = config::Config::from_disk(o.config_path, o.overrides);
+    if (o.no_data) {
+        // Any model (a tagger too: List[Ints2d] -> List[Floats2d]), as the config builds it.
+        const config::DynModel dm = config::build(cfg, "model");
+        std::printf("%s: a model from %s to %s; widths from the config alone (? where the data decides)\n",
+                    o.config_path.c_str(), dm.in_name().c_str(), dm.out_name().c_str());
+        const auto steps = dm.step_nodes();
+        std::size_t total = 0;
+        int depth = 0;
+        if (steps.size() > 1) {
+            std::string chain;
+            for (const Node* n : steps) chain += (chain.empty() ? "" : ">>") + n->name();
+            std::printf("%s\n", chain.c_str());
+            depth = 1;
+        }
+        for (const Node* n : steps) print_tree(*n, depth, total);
+        if (total) std::printf("%zu parameters\n", total);
+        return 0;
+    }
     AnyOf model = build_any(cfg);
-    std::string note = "widths from the config alone (? where the data decides)";
-    if (!o.no_data) {
+    std::string note;
+    {
         const Training t = read_training(cfg);
         Corpus train = read_corpus(cfg, "corpora.train", true);
         check_kind(model, train);

@@ -1,9 +1,10 @@
-// tenon: describe, train, evaluate and predict from a Thinc-format config (docs/configs.md,
+// tenon: describe, train, evaluate, predict and codegen from a Thinc-format config (docs/configs.md,
 // "The tenon command").
 //   tenon describe CONFIG [--no-data] [--section.key VALUE ...]
 //   tenon train CONFIG --output DIR [--section.key VALUE ...]
 //   tenon evaluate DIR [--corpus dev|test|NAME] [--section.key VALUE ...]
 //   tenon predict DIR INPUT [--limit N]          (INPUT "-": JSON lines on standard input)
+//   tenon codegen CONFIG|DIR [--output FILE] [--namespace NAME] [--section.key VALUE ...]
 // Every error is a tenon::Error with its id; the status is then 1 (2 for the command line).
 #include <cstdio>
 #include <cstring>
@@ -23,8 +24,10 @@ const char* const usage =
     "       tenon train CONFIG --output DIR [--section.key VALUE ...]\n"
     "       tenon evaluate DIR [--corpus dev|test] [--section.key VALUE ...]\n"
     "       tenon predict DIR INPUT [--limit N]     (INPUT -: JSON lines from standard input)\n"
+    "       tenon codegen CONFIG|DIR [--output FILE] [--namespace NAME] [--section.key VALUE ...]\n"
     "CONFIG: a Thinc-format config with [model], [training] and [corpora.train] / [corpora.dev];\n"
-    "DIR: what train writes (config.cfg, model.tenon). --section.key VALUE overrides a value of the\n"
+    "DIR: what train writes (config.cfg, model.tenon); codegen writes the C++ header of the config's\n"
+    "model as a static type (standard output, or FILE). --section.key VALUE overrides a value of the\n"
     "config (--training.max_epochs 1). See docs/configs.md, \"The tenon command\".\n";
 
 struct UsageError : tenon::Error {
@@ -57,12 +60,14 @@ tenon::cli::Options parse(const std::string& cmd, int argc, char** argv) {
             return argv[++i];
         };
         auto is = [&](const std::string& name) { return a == name || a.rfind(name + "=", 0) == 0; };
-        if (is("--output") && cmd == "train") {
+        if (is("--output") && (cmd == "train" || cmd == "codegen")) {
             o.dir = value("--output");
         } else if (is("--corpus") && cmd == "evaluate") {
             o.corpus = value("--corpus");
         } else if (is("--limit") && cmd == "predict") {
             o.limit = parse_count("--limit", value("--limit"));
+        } else if (is("--namespace") && cmd == "codegen") {
+            o.ns = value("--namespace");
         } else if (a == "--no-data" && cmd == "describe") {
             o.no_data = true;
         } else if (a.rfind("--", 0) == 0) {
@@ -81,9 +86,9 @@ tenon::cli::Options parse(const std::string& cmd, int argc, char** argv) {
     }
     const std::size_t want = cmd == "predict" ? 2 : 1;
     if (positional.size() != want)
-        throw UsageError(cmd + ": expected " + (cmd == "predict" ? "DIR and INPUT" : cmd == "evaluate" ? "DIR" : "CONFIG") +
+        throw UsageError(cmd + ": expected " + (cmd == "predict" ? "DIR and INPUT" : cmd == "evaluate" ? "DIR" : cmd == "codegen" ? "CONFIG or DIR" : "CONFIG") +
                          ", found " + std::to_string(positional.size()) + " arguments");
-    if (cmd == "describe" || cmd == "train") o.config_path = positional[0];
+    if (cmd == "describe" || cmd == "train" || cmd == "codegen") o.config_path = positional[0];
     else o.dir = positional[0];
     if (cmd == "predict") o.input = positional[1];
     if (cmd == "train" && o.dir.empty()) throw UsageError("train: --output DIR is required");
@@ -104,12 +109,13 @@ int main(int argc, char** argv) {
     }
     const std::string cmd = argv[1];
     try {
-        if (cmd != "describe" && cmd != "train" && cmd != "evaluate" && cmd != "predict")
-            throw UsageError("unknown command '" + cmd + "' (the commands: describe, train, evaluate, predict)");
+        if (cmd != "describe" && cmd != "train" && cmd != "evaluate" && cmd != "predict" && cmd != "codegen")
+            throw UsageError("unknown command '" + cmd + "' (the commands: describe, train, evaluate, predict, codegen)");
         const tenon::cli::Options o = parse(cmd, argc, argv);
         if (cmd == "describe") return tenon::cli::describe(o);
         if (cmd == "train") return tenon::cli::train(o);
         if (cmd == "evaluate") return tenon::cli::evaluate(o);
+        if (cmd == "codegen") return tenon::cli::codegen(o);
         return tenon::cli::predict(o);
     } catch (const UsageError& e) {
         std::fflush(stdout);

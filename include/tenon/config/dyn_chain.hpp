@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -25,6 +26,7 @@
 
 #include "tenon/model/any_model.hpp"
 #include "tenon/model/layer.hpp"
+#include "tenon/model/widths.hpp"
 #include "tenon/types/array.hpp"
 #include "tenon/types/sequences.hpp"
 
@@ -103,10 +105,14 @@ public:
     virtual const std::type_info& out_type() const noexcept = 0;
     virtual std::string in_name() const = 0;
     virtual std::string out_name() const = 0;
+    // Whether the model keeps the width and declares no dims (a transfer, Dropout): a chain's
+    // nI and nO are its first and last other step's, as a typed chain's (widths::flow).
+    virtual bool keeps_width() const noexcept = 0;
     virtual void init(const std::any* X, const std::any* Y) = 0;
     virtual std::any predict(const std::any& X) const = 0;
     virtual std::any forward(const std::any& X, bool is_train, ErasedBackprop& bp) = 0;
     std::string path;  // where in the config it was built ("model.*.relu1"), for messages
+    std::string code;  // the C++ expression that makes the same model (`tenon codegen`)
 };
 
 // A step whose types are A -> B: it can give its model up as an AnyModel<A, B>.
@@ -130,10 +136,12 @@ public:
     explicit StepOf(U&& model) : model_(std::forward<U>(model)) {}
 
     Node& node() noexcept override { return model_; }
+    bool keeps_width() const noexcept override { return widths::width_preserving<M>; }
     std::unique_ptr<DynStep> clone() const override {
         if constexpr (std::is_copy_constructible_v<M>) {
             auto c = std::make_unique<StepOf>(model_);
             c->path = this->path;
+            c->code = this->code;
             return c;
         } else {
             ::tenon::detail::throw_any_model_empty(model_.name(), "this model type cannot be copied");
@@ -175,7 +183,7 @@ using Steps = std::vector<std::unique_ptr<DynStep>>;
 void check_steps(const Steps& steps, const std::type_info& in, const std::type_info& out, const std::string& in_name,
                  const std::string& out_name);
 void chain_init(Node& chain, Steps& steps, const std::any* X, const std::any* Y);
-void chain_sync_dims(Node& chain, Steps& steps);
+Node* chain_dim_owner(const Steps& steps, std::string_view name) noexcept;
 std::any chain_predict(const Steps& steps, std::any X);
 std::any chain_forward(Steps& steps, std::any X, bool is_train, std::vector<ErasedBackprop>& bps);
 std::any chain_backprop(const std::vector<ErasedBackprop>& bps, std::any dY);
@@ -203,7 +211,7 @@ public:
         config::detail::check_steps(steps_, typeid(In), typeid(Out), config::detail::data_type_name<In>(),
                                     config::detail::data_type_name<Out>());
         this->name_ = config::detail::chain_name(steps_);
-        config::detail::chain_sync_dims(*this, steps_);
+        sync_dims();
         bool all = true;
         for (auto& s : steps_) all = all && s->node().is_initialized();
         if (all) this->mark_initialized();
@@ -229,6 +237,7 @@ public:
     void for_each_child(const std::function<void(Node&)>& f) override {
         for (auto& s : steps_) f(s->node());
     }
+    Node* dim_owner(std::string_view name) noexcept override { return config::detail::chain_dim_owner(steps_, name); }
 
     struct Backprop {
         std::vector<config::detail::ErasedBackprop> bps;
@@ -243,6 +252,7 @@ private:
         if (X) x = X;
         if (Y) y = Y;
         config::detail::chain_init(*this, steps_, X ? &x : nullptr, Y ? &y : nullptr);
+        sync_dims();
         this->mark_initialized();
     }
     Out predict_impl(InView X) const {
@@ -253,6 +263,12 @@ private:
         Out Y = std::any_cast<Out>(
             config::detail::chain_forward(steps_, std::any(config::detail::ViewPtr<In>(&X)), is_train, bp.bps));
         return {std::move(Y), std::move(bp)};
+    }
+
+    // The chain's own widths follow their owners again (a typed chain's sync_dims).
+    void sync_dims() {
+        this->follow_dim("nI");
+        this->follow_dim("nO");
     }
 
     config::detail::Steps steps_;

@@ -73,6 +73,28 @@ public:
     const std::string& path() const noexcept { return path_; }
     void set_path(std::string path);
 
+    // The C++ expression that makes the same model (`tenon codegen`, docs/configs.md): a
+    // factory gives its model's with with_code (`Relu<128>()`); a chain keeps each step's and
+    // one_of each form's. A model with several steps (a chain) has its steps' code.
+    DynModel&& with_code(std::string code) &&;
+    // The code of the form from In to Out: its step's, or chain(...) of its steps'. A step whose
+    // factory gave none is written `@[path] name@`, which codegen reports (tenon-E328).
+    template <class In, class Out>
+    std::string code() const {
+        return code_of(typeid(In), typeid(Out));
+    }
+    std::string code_of(const std::type_info& in, const std::type_info& out) const;
+    // Each form: its data types (Thinc's names) and its code.
+    struct Form {
+        std::string in, out, code;
+    };
+    std::vector<Form> forms() const;
+    // The nodes of the steps of its one form (a model of several forms: the first's), in order:
+    // what `tenon describe` prints for a model it cannot take as a type it knows.
+    std::vector<const Node*> step_nodes() const;
+    // Gives each step without code `mark` as its code (the builder: `@[path] name@`).
+    void mark_uncoded(const std::string& mark);
+
     // The model as an AnyModel<In, Out> (this DynModel is left empty); tenon-E316 when the
     // model's data types are others.
     template <class In, class Out>
@@ -205,6 +227,16 @@ Registry& architectures();
 DynModel build(const Value& section, const std::string& path);
 // The model at `path` in the config ("model" by default).
 DynModel build(const Config& config, std::string_view path = "model");
+
+// `tenon codegen`: a C++ header that defines `make_model()`, which returns the static tenon
+// model the config's section at `path` builds (every width the config gives is a template
+// argument; Thinc's option values as the factories read them), and `using Model =
+// decltype(make_model())`, in namespace `ns`. Its model file is the file of the config-built
+// model (a file records what a model computes, not how it is held: io/serialize.hpp), so it
+// loads what `tenon train` wrote. tenon-E328 for a model a factory gave no code for, or one of
+// several signatures (a with_array.v1 alone: put it in a chain that fixes its input type).
+std::string codegen(const Config& config, std::string_view path = "model", const std::string& ns = "tenon_model",
+                    const std::string& source = {});
 // The same as an AnyModel<In, Out> (tenon-E316 when the config's model has other data types).
 template <class In, class Out>
 AnyModel<In, Out> build_model(const Config& config, std::string_view path = "model") {
