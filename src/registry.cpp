@@ -174,15 +174,15 @@ std::any chain_forward(Steps& steps, std::any X, bool is_train, std::vector<Eras
         auto in = std::make_shared<std::any>(std::move(cur));
         ErasedBackprop bp;
         cur = s->forward(*in, is_train, bp);
-        bps.push_back([in, bp = std::move(bp)](const std::any& dY) { return bp(dY); });
+        bps.push_back([in, bp = std::move(bp)](const std::any& dY, bool params_only) { return bp(dY, params_only); });
     }
     return cur;
 }
 
-std::any chain_backprop(const std::vector<ErasedBackprop>& bps, std::any dY) {
+std::any chain_backprop(const std::vector<ErasedBackprop>& bps, std::any dY, bool params_only) {
     if (bps.empty()) fail("tenon-E118", "chain: backprop: this backprop holds no call");
     std::any d = std::move(dY);
-    for (std::size_t i = bps.size(); i-- > 0;) d = bps[i](d);
+    for (std::size_t i = bps.size(); i-- > 0;) d = bps[i](d, params_only && i == 0);
     return d;
 }
 

@@ -720,3 +720,34 @@ TEST_CASE("registry: HashEmbed.v1 and Embed.v1 give what their C++ forms give", 
     CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"HashEmbed.v1\"\nnO = 4\nnV = 8\nseed = -1")); }),
                Contains("tenon-E314") && Contains("[model] seed: -1 is out of range"));
 }
+
+TEST_CASE("registry: a DynChain's params_only gives its full backprop's parameter gradients, bit for bit",
+          "[config][registry]") {
+    // tenon train's step (backprop.params_only): the first child's input gradient is not
+    // computed, and nothing else changes.
+    const Config cfg = Config::from_str(R"(
+[model]
+@layers = "chain.v1"
+[model.*.a]
+@layers = "Relu.v1"
+nO = 12
+[model.*.b]
+@layers = "Maxout.v1"
+nO = 8
+[model.*.c]
+@layers = "Softmax.v1"
+nO = 4
+)");
+    Any2d full = build_model<Floats2d, Floats2d>(cfg);
+    const Floats2d X = inputs(9, 6);
+    full.initialize(X);
+    Any2d part = full;  // the same weights
+    auto [Yf, bpf] = full.begin_update(X);
+    auto [Yp, bpp] = part.begin_update(X);
+    const Floats2d dY = inputs(9, 4, 0.5f);
+    const Floats2d dX = bpf(dY);
+    CHECK(dX.shape(1) == 6);
+    bpp.params_only(dY);
+    CHECK(grads_dfs(part) == grads_dfs(full));
+    CHECK(!grads_dfs(full).empty());
+}

@@ -92,8 +92,10 @@ private:
     ViewPtr<T> ptr_ = nullptr;
 };
 
-// A backprop over erased data: dY (an owned Out or a view pointer) -> dX (an owned In).
-using ErasedBackprop = std::function<std::any(const std::any&)>;
+// A backprop over erased data: dY (an owned Out or a view pointer) -> dX (an owned In); with
+// `params_only`, the parameters' gradients alone (the model's params_only where it has one)
+// and an empty result.
+using ErasedBackprop = std::function<std::any(const std::any&, bool params_only)>;
 
 // One model of a run-time chain behind erased data.
 class DynStep {
@@ -167,8 +169,15 @@ public:
         ::tenon::detail::AsModelCalled called;
         auto [Y, b] = model_(*x.ptr(), is_train);
         using Bp = std::remove_cvref_t<decltype(b)>;
-        bp = [b = std::make_shared<Bp>(std::move(b)), name = model_.name()](const std::any& dY) -> std::any {
+        bp = [b = std::make_shared<Bp>(std::move(b)), name = model_.name()](const std::any& dY,
+                                                                          bool params_only) -> std::any {
             const ViewOf<B> d(&dY, name);
+            if (params_only) {
+                if constexpr (requires { b->params_only(*d.ptr()); }) {
+                    b->params_only(*d.ptr());
+                    return {};
+                }
+            }
             return std::any(A((*b)(*d.ptr())));
         };
         return std::any(B(std::move(Y)));
@@ -186,7 +195,7 @@ void chain_init(Node& chain, Steps& steps, const std::any* X, const std::any* Y)
 Node* chain_dim_owner(const Steps& steps, std::string_view name) noexcept;
 std::any chain_predict(const Steps& steps, std::any X);
 std::any chain_forward(Steps& steps, std::any X, bool is_train, std::vector<ErasedBackprop>& bps);
-std::any chain_backprop(const std::vector<ErasedBackprop>& bps, std::any dY);
+std::any chain_backprop(const std::vector<ErasedBackprop>& bps, std::any dY, bool params_only = false);
 std::string chain_name(const Steps& steps);
 Steps clone_steps(const Steps& steps);
 }  // namespace config::detail
@@ -243,6 +252,11 @@ public:
         std::vector<config::detail::ErasedBackprop> bps;
         In operator()(OutView dY) const {
             return std::any_cast<In>(config::detail::chain_backprop(bps, std::any(config::detail::ViewPtr<Out>(&dY))));
+        }
+        // The parameters' gradients alone: the first child's input gradient is not computed
+        // (its params_only, where it has one), as a typed chain's.
+        void params_only(OutView dY) const {
+            config::detail::chain_backprop(bps, std::any(config::detail::ViewPtr<Out>(&dY)), true);
         }
     };
 
