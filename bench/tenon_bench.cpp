@@ -160,7 +160,7 @@ void time_any_case(const AnyCase& c, M model, const char* config_text, std::size
              [&] { sink = sink + built.predict(X).data()[0]; }};
     else
         f = {[&] { step(model, opt[0]); }, [&] { step(held, opt[1]); }, [&] { step(built, opt[2]); }};
-    const int rounds = std::max(5, static_cast<int>(c.rounds * fraction + 0.5));  // --quick: 5 or more
+    const int rounds = std::max(9, static_cast<int>(c.rounds * fraction + 0.5));  // --quick: 9
     const auto us = time_interleaved(f, rounds, c.calls);
     const bool percent = c.batch > 1;
     if (want("anymodel_" + s + "_static")) emit("anymodel_" + s + "_static", percentile(us[0], 0.5), "us");
