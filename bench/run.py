@@ -491,8 +491,15 @@ def print_any_model_cost(medians, sys_names, out=sys.stdout):
                 parts.append(f"AnyModel {us(am)}")
             if oa:
                 limit = ANYMODEL_LIMITS[oa["figure"]]
-                parts.append(f"overhead {oa['value']:+.{0 if oa['unit'] == 'ns' else 2}f} {oa['unit']} "
-                             f"({'PASS' if oa['value'] <= limit else 'FAIL'}: limit {limit:g} {oa['unit']})")
+                d = 0 if oa["unit"] == "ns" else 2
+                if oa.get("n", 1) > 1:  # how noisy: the repeats' spread, or one run's rounds' middle half
+                    spread = f"; repeats {oa['min']:+.{d}f}..{oa['max']:+.{d}f}"
+                elif "q1" in oa and "q3" in oa:
+                    spread = f"; rounds' middle half {oa['q1']:+.{d}f}..{oa['q3']:+.{d}f}"
+                else:
+                    spread = ""
+                parts.append(f"overhead {oa['value']:+.{d}f} {oa['unit']} "
+                             f"({'PASS' if oa['value'] <= limit else 'FAIL'}: limit {limit:g} {oa['unit']}{spread})")
             if cf or oc:
                 parts.append("config " + (us(cf) if cf else "-")
                              + (f" ({oc['value']:+.{0 if oc['unit'] == 'ns' else 2}f} {oc['unit']})" if oc else ""))

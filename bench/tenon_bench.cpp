@@ -103,11 +103,17 @@ std::array<std::vector<double>, 3> time_interleaved(const std::array<std::functi
 }
 
 // The median over rounds of each round's b against its a: b - a in ns, or b / a - 1 in %
-// (paired within a round, so a drift of the machine's speed between rounds cancels).
-double paired_overhead(const std::vector<double>& a, const std::vector<double>& b, bool percent) {
+// (paired within a round, so a drift of the machine's speed between rounds cancels), with its
+// rounds' quartiles (q1, q3: how noisy it was), emitted as `figure`.
+void emit_overhead(const std::string& figure, const std::vector<double>& a, const std::vector<double>& b,
+                   bool percent) {
     std::vector<double> d;
     for (std::size_t r = 0; r < a.size(); ++r) d.push_back(percent ? 100.0 * (b[r] / a[r] - 1.0) : 1e3 * (b[r] - a[r]));
-    return percentile(d, 0.5);
+    std::printf("{\"figure\": \"%s\", \"system\": \"tenon\", \"value\": %.6g, \"unit\": \"%s\", \"q1\": %.6g, "
+                "\"q3\": %.6g, \"rounds\": %zu}\n",
+                figure.c_str(), percentile(d, 0.5), percent ? "%" : "ns", percentile(d, 0.25), percentile(d, 0.75),
+                d.size());
+    std::fflush(stdout);
 }
 
 Floats2d random_inputs(std::size_t rows, std::size_t width) {
@@ -166,10 +172,8 @@ void time_any_case(const AnyCase& c, M model, const char* config_text, std::size
     if (want("anymodel_" + s + "_static")) emit("anymodel_" + s + "_static", percentile(us[0], 0.5), "us");
     if (want("anymodel_" + s)) emit("anymodel_" + s, percentile(us[1], 0.5), "us");
     if (want("config_" + s)) emit("config_" + s, percentile(us[2], 0.5), "us");
-    if (want("anymodel_overhead_" + o))
-        emit("anymodel_overhead_" + o, paired_overhead(us[0], us[1], percent), percent ? "%" : "ns");
-    if (want("config_overhead_" + o))
-        emit("config_overhead_" + o, paired_overhead(us[0], us[2], percent), percent ? "%" : "ns");
+    if (want("anymodel_overhead_" + o)) emit_overhead("anymodel_overhead_" + o, us[0], us[1], percent);
+    if (want("config_overhead_" + o)) emit_overhead("config_overhead_" + o, us[0], us[2], percent);
 }
 
 // AnyModel's cost (include/tenon/model/any_model.hpp; issue 18: at most 1 us per call at
