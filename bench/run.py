@@ -43,6 +43,12 @@ are higher-is-better: their ratio column is tenon / anchor, again how many times
 The anchors (and the bound) run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from their
 environment (these machine-wide settings slow OpenBLAS down); tenon keeps the environment.
 A missing binary, a missing Python package or a failing system is reported and skipped.
+
+tenon's own figures (tenon and tenon-1t only): the input check's cost (*_nocheck,
+finite_check_b128), the batch-1 p99 with a core busy (latency_b1_p99_loaded), and AnyModel's
+cost against the static model with the issue's limits, and a config-built model's (anymodel_*,
+config_*; ANYMODEL_FIGURES below; --figures anymodel names them all). E.g. only those:
+  /usr/bin/python3 bench/run.py --systems tenon,tenon-1t --figures anymodel --out /tmp/bench-any.json
 """
 import argparse
 import json
@@ -68,6 +74,21 @@ from anchor_common import ALL_FIGURES, BOUND_FIGURES, BOUND_OF, make_log  # noqa
 # table ends with it as a multiple of the quiet p99).
 TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck", "finite_check_b128",
                       "latency_b1_p99_loaded"]
+# AnyModel's cost (issue 18; tenon_bench.cpp, time_any_model): a model called as itself
+# (anymodel_*_static), through an AnyModel holding a copy of it (anymodel_*) and built from the
+# same model written as a config (config_*: a DynChain of AnyModel steps), us per call: predict
+# at batch 1 (Relu<64> >> Softmax<10>, nI 64: a call short enough to resolve 1 us) and 128, a
+# training step at batch 128 (the MLP 784-512-512-10). The overheads against the static model are
+# each run's median of its rounds' paired differences (ns per call at batch 1, % at batch 128);
+# the AnyModel's have the issue's limits (ANYMODEL_LIMITS: checked on the medians, "limit" and
+# "pass" in --out's records), the config's are for information. The table ends with them.
+ANYMODEL_CASES = [("predict_b1", "b1"), ("predict_b128", "b128"), ("train_b128", "train_b128")]
+ANYMODEL_FIGURES = [f for case, o in ANYMODEL_CASES
+                    for f in (f"anymodel_{case}_static", f"anymodel_{case}", f"config_{case}",
+                              f"anymodel_overhead_{o}", f"config_overhead_{o}")]
+ANYMODEL_LIMITS = {"anymodel_overhead_b1": 1000.0, "anymodel_overhead_b128": 2.0,
+                   "anymodel_overhead_train_b128": 2.0}  # ns, %, %
+TENON_ONLY_FIGURES += ANYMODEL_FIGURES
 CHECKED_OF = {"train_epoch_b128_nocheck": "train_epoch_b128", "predict10k_b128_nocheck": "predict10k_b128"}
 FIGURES = ALL_FIGURES + TENON_ONLY_FIGURES + BOUND_FIGURES
 HIGHER_IS_BETTER = {"accuracy_1epoch"}
@@ -136,7 +157,8 @@ def parse_args(argv=None):
                    + ",".join(DEFAULT_SYSTEMS) + ", the C++ anchors only where their binary exists)")
     p.add_argument("--fraction", type=float, default=None, help="epoch fraction (default 1.0; quick: 0.1)")
     p.add_argument("--latency-n", type=int, default=None, help="batch-1 calls timed (default 2000; quick: 300)")
-    p.add_argument("--figures", default="", help="comma-separated subset (default: all)")
+    p.add_argument("--figures", default="", help="comma-separated subset (default: all; 'anymodel': all of "
+                   "AnyModel's and the config-built model's figures)")
     p.add_argument("--tenon-threads", type=int, default=0,
                    help="--threads passed to the 'tenon' system (default 0: all cores)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per system run (default 3600)")
@@ -164,6 +186,7 @@ def parse_args(argv=None):
     if bad:
         p.error("unknown system(s): " + ",".join(bad))
     args.figures = [f.strip() for f in args.figures.split(",") if f.strip()]
+    args.figures = list(dict.fromkeys(g for f in args.figures for g in (ANYMODEL_FIGURES if f == "anymodel" else [f])))
     bad = [f for f in args.figures if f not in FIGURES]
     if bad:
         p.error("unknown figure(s): " + ",".join(bad))
@@ -371,7 +394,7 @@ def fmt_value(v, unit):
     if unit == "fraction":
         return f"{v:.4f}"
     if unit == "us":
-        return f"{v:.1f}"
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"  # a small model's call (anymodel_predict_b1): ns
     if unit == "words/s":
         return f"{v:.0f}"
     return f"{v:.4g}" if abs(v) < 1 else f"{v:.3f}"
@@ -448,7 +471,46 @@ def print_table(medians, systems, out=sys.stdout):
     print_bound(medians, systems, out)
     print_check_cost(medians, sys_names, out)
     print_loaded_latency(medians, sys_names, out)
+    print_any_model_cost(medians, sys_names, out)
     out.flush()
+
+
+def print_any_model_cost(medians, sys_names, out=sys.stdout):
+    """AnyModel's cost against the static model, with the issue's limits; the config-built model's."""
+    lines = []
+    for s in sys_names:
+        for case, o in ANYMODEL_CASES:
+            st, am, cf = (medians.get((f"{p}_{case}{x}", s)) for p, x in
+                          (("anymodel", "_static"), ("anymodel", ""), ("config", "")))
+            oa, oc = medians.get((f"anymodel_overhead_{o}", s)), medians.get((f"config_overhead_{o}", s))
+            if not (st or am or oa):
+                continue
+            us = lambda r: fmt_value(r["value"], "us") + " us"  # noqa: E731
+            parts = [f"static {us(st)}" if st else "static -"]
+            if am:
+                parts.append(f"AnyModel {us(am)}")
+            if oa:
+                limit = ANYMODEL_LIMITS[oa["figure"]]
+                d = 0 if oa["unit"] == "ns" else 2
+                if oa.get("n", 1) > 1:  # how noisy: the repeats' spread, or one run's rounds' middle half
+                    spread = f"; repeats {oa['min']:+.{d}f}..{oa['max']:+.{d}f}"
+                elif "q1" in oa and "q3" in oa:
+                    spread = f"; rounds' middle half {oa['q1']:+.{d}f}..{oa['q3']:+.{d}f}"
+                else:
+                    spread = ""
+                parts.append(f"overhead {oa['value']:+.{d}f} {oa['unit']} "
+                             f"({'PASS' if oa['value'] <= limit else 'FAIL'}: limit {limit:g} {oa['unit']}{spread})")
+            if cf or oc:
+                parts.append("config " + (us(cf) if cf else "-")
+                             + (f" ({oc['value']:+.{0 if oc['unit'] == 'ns' else 2}f} {oc['unit']})" if oc else ""))
+            lines.append(f"  {s} {case}: " + ", ".join(parts))
+    if lines:
+        print("\nAnyModel's cost against the static model (issue 18: at most 1 us per call at batch 1, 2% at "
+              "batch 128), and the same model built from a config (information, no limit); us per call, overhead = "
+              "median of each run's paired differences; predict_b1: Relu<64> >> Softmax<10> (nI 64), the others: "
+              "the MLP 784-512-512-10:", file=out)
+        for line in lines:
+            print(line, file=out)
 
 
 def print_loaded_latency(medians, sys_names, out=sys.stdout):
@@ -532,6 +594,8 @@ def main(argv=None):
             "samples": values, "fraction": args.fraction, "latency_n": args.latency_n,
             "quick": bool(args.quick), "machine": machine,
         })
+        if key[0] in ANYMODEL_LIMITS:  # the issue's limit on AnyModel's overhead
+            rec.update({"limit": ANYMODEL_LIMITS[key[0]], "pass": rec["value"] <= ANYMODEL_LIMITS[key[0]]})
         medians[key] = rec
 
     order = {f: i for i, f in enumerate(FIGURES)}
