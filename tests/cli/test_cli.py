@@ -207,6 +207,7 @@ def text(tmp):
     rc, out, err = tenon("train", TEXTCAT_CNN, "--output", cnn_dir, "--training.max_epochs", "3", *paths)
     rows = table_rows(out)
     check(rc == 0 and len(rows) == 3 and rows[-1][3] > 0.8, "train textcat_cnn: dev accuracy above 0.8", out + err)
+    codegen_round_trip("textcat_cnn", cnn_dir)
     inputs = os.path.join(tmp, "inputs.jsonl")
     with open(inputs, "w") as f:
         f.write('{"text": "the lazy dog and the cat"}\n{"text": "der faulen hund und katze"}\n'

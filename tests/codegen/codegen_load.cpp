@@ -1,8 +1,8 @@
 // codegen_load KIND DIR: loads the model file that `tenon train` wrote in DIR into the static
-// type `tenon codegen` wrote for KIND's example config (fashion_mnist or textcat, generated at
-// build time: meson.build) and into the model DIR/config.cfg builds, and compares their
-// predictions on made-up inputs bit for bit. Prints "N predictions equal" and exits 0, or says
-// what differs and exits 1. Run by tests/cli/test_cli.py after its training runs.
+// type `tenon codegen` wrote for KIND's example config (fashion_mnist, textcat or textcat_cnn,
+// generated at build time: meson.build) and into the model DIR/config.cfg builds, and compares
+// their predictions on made-up inputs bit for bit. Prints "N predictions equal" and exits 0, or
+// says what differs and exits 1. Run by tests/cli/test_cli.py after its training runs.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -13,6 +13,7 @@
 #include "tenon/config/registry.hpp"
 #include "tenon/tenon.hpp"
 #include "textcat.hpp"
+#include "textcat_cnn.hpp"
 
 using namespace tenon;
 
@@ -44,7 +45,7 @@ int compare(const std::string& dir, Static typed, Inputs inputs) {
 
 int main(int argc, char** argv) {
     if (argc != 3) {
-        std::fprintf(stderr, "usage: codegen_load fashion_mnist|textcat DIR\n");
+        std::fprintf(stderr, "usage: codegen_load fashion_mnist|textcat|textcat_cnn DIR\n");
         return 2;
     }
     const std::string kind = argv[1], dir = argv[2];
@@ -56,16 +57,17 @@ int main(int argc, char** argv) {
                 for (float& v : X) v = static_cast<float>(rng.uniform(0.0, 1.0));
                 return X;
             });
-        if (kind == "textcat")
-            return compare<List<Ints2d>>(dir, gen_textcat::make_model(), [&](std::size_t n) {
-                List<Ints2d> docs;
-                for (std::size_t d = 0; d < n; ++d) {
-                    Ints2d x({d % 9, 1});
-                    for (auto& v : x) v = static_cast<std::int32_t>(rng.uniform(-2e9, 2e9));
-                    docs.push_back(std::move(x));
-                }
-                return docs;
-            });
+        auto documents = [&](std::size_t n) {
+            List<Ints2d> docs;
+            for (std::size_t d = 0; d < n; ++d) {
+                Ints2d x({d % 9, 1});
+                for (auto& v : x) v = static_cast<std::int32_t>(rng.uniform(-2e9, 2e9));
+                docs.push_back(std::move(x));
+            }
+            return docs;
+        };
+        if (kind == "textcat") return compare<List<Ints2d>>(dir, gen_textcat::make_model(), documents);
+        if (kind == "textcat_cnn") return compare<List<Ints2d>>(dir, gen_textcat_cnn::make_model(), documents);
         std::fprintf(stderr, "codegen_load: unknown kind '%s'\n", kind.c_str());
         return 2;
     } catch (const std::exception& e) {

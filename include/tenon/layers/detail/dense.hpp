@@ -62,6 +62,16 @@ public:
         typename NormDropout<NO>::Backprop tail;
         const char* refused = nullptr;  // set when the forward pass has no backward (see Softmax)
         Floats2d operator()(Floats2dCView dY) const {
+            Floats2d dX({X.shape(0), X.shape(1)}, uninitialized);
+            run(dY, dX.data());
+            return dX;
+        }
+        // The parameters' gradients alone, without the input's (a first layer's: the chain's
+        // params_only, a run-time chain's first step).
+        void params_only(Floats2dCView dY) const { run(dY, nullptr); }
+
+    private:
+        void run(Floats2dCView dY, float* dX) const {
             if (refused) throw Error(refused, "tenon-E117");
             const std::size_t rows = X.shape(0), nO = layer->dim(0);
             detail::check_same_shape(*layer, dY, rows, nO);  // before the tail, so the error names this layer
@@ -70,10 +80,8 @@ public:
             ops.activation_backward(act(), d.data(), Y.data(), Z.data(), rows, nO);
             if constexpr (Derived::lowered_as.softmax)
                 if (const float k = layer->inv_temperature(); k != 1.0f) ops.scale(d.data(), d.size(), k);
-            Floats2d dX({rows, X.shape(1)}, uninitialized);
             affine_backward(ops, d.data(), X, layer->param(0).value.data(), nO, layer->grad_data(0),
-                            layer->grad_data(1), dX.data());
-            return dX;
+                            layer->grad_data(1), dX);
         }
     };
 
