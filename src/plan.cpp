@@ -6,7 +6,6 @@
 #include "tenon/lower/plan.hpp"
 
 #include "tenon/layers/detail/embed_ids.hpp"
-#include "tenon/layers/expand_window.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,25 +15,66 @@
 
 namespace tenon::lowering {
 
+// A node's parameters and attributes by index (node.hpp makes this a friend): the plan finds
+// the indices once (finalize) and reads through them at every call, where a look-up by name
+// cost about a tenth of a batch-1 call.
+struct ParamAccess {
+    static std::size_t param_index(const Node& n, const char* name) {
+        for (std::size_t i = 0; i < n.params_.size(); ++i)
+            if (n.params_[i].name == name) return i;
+        return npos;
+    }
+    static std::size_t attr_index(const Node& n, const char* name) {
+        for (std::size_t i = 0; i < n.attrs_.size(); ++i)
+            if (n.attrs_[i].first == name) return i;
+        return npos;
+    }
+    // Parameter i's value (named `name`): the node's own error where it is not allocated.
+    static const float* value(const Node& n, std::size_t i, const char* name) {
+        if (i >= n.params_.size() || !n.params_[i].allocated) return n.get_param(name).data;
+        return n.params_[i].value.data();
+    }
+    static float* grad(Node& n, std::size_t i, const char* name) {
+        if (i >= n.params_.size() || !n.params_[i].allocated) return n.get_grad(name).data;
+        Node::settle_grad(n.params_[i]);
+        return n.params_[i].grad.data();
+    }
+    static float* grad_for_overwrite(Node& n, std::size_t i, const char* name, bool& zero) {
+        if (i >= n.params_.size() || !n.params_[i].allocated) return n.get_grad_for_overwrite(name, zero).data;
+        Node::Param& p = n.params_[i];
+        zero = p.grad_lazy_zero;
+        p.grad_lazy_zero = false;
+        return p.grad.data();
+    }
+    // Attribute i as a T where it is still the one named `name` and holds a T, else by name
+    // (with the node's own errors).
+    template <class T>
+    static T attr(const Node& n, std::size_t i, const char* name) {
+        if (i < n.attrs_.size() && n.attrs_[i].first == name)
+            if (const T* v = std::get_if<T>(&n.attrs_[i].second)) return *v;
+        return n.attr_as<T>(name);
+    }
+};
+
 StageParams resolve(const Stage& s, bool train, bool grads) {
     StageParams sp;
     if (s.prim == Prim::dense || s.prim == Prim::maxout) {
         const Node& l = *s.layer;
-        sp.W = l.get_param("W").data;
-        sp.b = l.get_param("b").data;
+        sp.W = ParamAccess::value(l, s.iW, "W");
+        sp.b = ParamAccess::value(l, s.ib, "b");
         if (grads) {
             bool zero = false;
-            sp.dW = s.layer->get_grad_for_overwrite("W", zero).data;
+            sp.dW = ParamAccess::grad_for_overwrite(*s.layer, s.iW, "W", zero);
             sp.dW_beta = zero ? 0.0f : 1.0f;
-            sp.db = s.layer->get_grad("b").data;
+            sp.db = ParamAccess::grad(*s.layer, s.ib, "b");
         }
         if (s.softmax) {
-            const double t = l.attr_as<double>("softmax_temperature");
+            const double t = ParamAccess::attr<double>(l, s.itemp, "softmax_temperature");
             if (!(t > 0.0))
                 throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
             sp.t = static_cast<float>(t);
             sp.k = t != 1.0 ? static_cast<float>(1.0 / t) : 1.0f;
-            sp.normalize = train || l.attr_as<bool>("softmax_normalize");
+            sp.normalize = train || ParamAccess::attr<bool>(l, s.inorm, "softmax_normalize");
         }
     }
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
@@ -42,15 +82,15 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
         OpParams& o = sp.op[i];
         if (op.kind == OpKind::layernorm) {
             const Node& l = *op.node;
-            o.G = l.get_param("G").data;
-            o.b = l.get_param("b").data;
+            o.G = ParamAccess::value(l, op.iG, "G");
+            o.b = ParamAccess::value(l, op.ib, "b");
             if (grads) {
-                o.dG = op.node->get_grad("G").data;
-                o.db = op.node->get_grad("b").data;
+                o.dG = ParamAccess::grad(*op.node, op.iG, "G");
+                o.db = ParamAccess::grad(*op.node, op.ib, "b");
             }
-        } else if (op.kind == OpKind::dropout) {
+        } else if (op.kind == OpKind::dropout && train) {  // (predict: no dropout, nothing to read)
             const double r = op.drop->rate();
-            o.on = train && r > 0.0 && op.drop->attr_as<bool>("is_enabled");
+            o.on = r > 0.0 && op.drop->attr_as<bool>("is_enabled");
             o.all = r >= 1.0;
             if (o.on && !o.all) {
                 o.keep = static_cast<float>(1.0 / (1.0 - r));
@@ -79,21 +119,6 @@ void product_backward(const Stage& s, const StageParams& sp, const Ctx& c) {
 }
 
 namespace {
-// to = from (add: to += from), n values: a gradient's first write assigns, later ones add.
-void put(float* to, const float* from, std::size_t n, bool add) {
-    if (add)
-        for (std::size_t i = 0; i < n; ++i) to[i] += from[i];
-    else std::memcpy(to, from, n * sizeof(float));
-}
-// The rows of a (rows x w) array into columns [c0, c0 + w) of a (rows x W) one, and back.
-void copy_cols(const float* from, std::size_t w, float* to, std::size_t W, std::size_t c0, std::size_t rows,
-               bool add) {
-    for (std::size_t r = 0; r < rows; ++r) put(to + r * W + c0, from + r * w, w, add);
-}
-void take_cols(const float* from, std::size_t W, std::size_t c0, float* to, std::size_t w, std::size_t rows,
-               bool add) {
-    for (std::size_t r = 0; r < rows; ++r) put(to + r * w, from + r * W + c0, w, add);
-}
 // Thinc's flatten with pad: the sequences' rows (unpadded, back to back) and their place in
 // the padded rows, pad zero rows before, between and after the non-empty ones. f(unpadded
 // row, padded row, rows) for each non-empty sequence; pads(padded row) for each run of pad rows.
@@ -115,15 +140,19 @@ void padded_runs(const Ctx& c, std::size_t pad, F&& f, G&& pads) {
 }
 }  // namespace
 
+// Every value these stages read or write in the workspace goes through the backend (a
+// device backend's workspace is its memory); what stays on the host is the call's lengths
+// and a table's keys and column mask, computed by the layer's own code.
 void seq_forward(const Stage& s, const Ctx& c) {
     float* out = c.act(s.out);
+    const Ops& ops = *c.ops;
     const std::size_t rows = c.rows, n = s.nO;
     switch (s.prim) {
         case Prim::table: {
             const auto* ids = reinterpret_cast<const std::int32_t*>(c.act(s.in));
             auto* keys = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
             s.table_keys(s.layer, ids, rows, c.in_cols, keys);
-            c.ops->gather_add_rows(s.layer->get_param("E").data, n, keys, rows, s.per, out);
+            ops.gather_add_rows(s.layer->get_param("E").data, n, keys, rows, s.per, out);
             if (c.train) {
                 // The layer's column mask, drawn where the layer draws it (tables run in model order).
                 const Floats1d m = detail::column_dropout_mask(*s.layer, n, true);
@@ -137,12 +166,11 @@ void seq_forward(const Stage& s, const Ctx& c) {
             break;
         }
         case Prim::window: {
-            std::memset(out, 0, rows * n * sizeof(float));
             if (s.window_segments) {
-                detail::seq2col(out, c.act(s.in), c.lengths, c.nseg, s.window, s.nI);
+                ops.seq2col(c.act(s.in), c.lengths, c.nseg, s.window, s.nI, out);
             } else {
                 const auto len = static_cast<std::int32_t>(rows);
-                detail::seq2col(out, c.act(s.in), &len, 1, s.window, s.nI);
+                ops.seq2col(c.act(s.in), &len, 1, s.window, s.nI, out);
             }
             break;
         }
@@ -150,7 +178,7 @@ void seq_forward(const Stage& s, const Ctx& c) {
             std::size_t c0 = 0;
             for (std::size_t b : s.parts) {
                 const std::size_t w = c.p->bounds[b].width;
-                copy_cols(c.act(b), w, out, n, c0, rows, false);
+                ops.copy_rows(c.act(b), w, out + c0, n, rows, w, false);
                 c0 += w;
             }
             break;
@@ -159,16 +187,29 @@ void seq_forward(const Stage& s, const Ctx& c) {
             const float* x = c.act(s.in);
             const std::size_t pad = c.p->spaces[s.space].pad;
             padded_runs(
-                c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { std::memcpy(out + q * n, x + u * n, k * n * sizeof(float)); },
-                [&](std::size_t q) { std::memset(out + q * n, 0, pad * n * sizeof(float)); });
+                c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { ops.copy_rows(x + u * n, n, out + q * n, n, k, n, false); },
+                [&](std::size_t q) { ops.zero(out + q * n, pad * n); });
             break;
         }
         case Prim::unpad: {
             const float* x = c.act(s.in);
             const std::size_t pad = c.p->spaces[c.p->bounds[s.in].space].pad;
             padded_runs(
-                c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { std::memcpy(out + u * n, x + q * n, k * n * sizeof(float)); },
+                c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { ops.copy_rows(x + q * n, n, out + u * n, n, k, n, false); },
                 [](std::size_t) {});
+            break;
+        }
+        case Prim::reduce: {  // rows: one per sequence; the input: the sequences' rows
+            if (s.why)
+                for (std::size_t i = 0; i < c.nseg; ++i)
+                    if (c.lengths[i] == 0)
+                        throw ShapeError(s.name + ": sequence " + std::to_string(i) +
+                                             " has length 0, but every sequence needs at least one row (" + s.why +
+                                             ")",
+                                         "tenon-E190");
+            ops.zero(out, rows * n);
+            auto* which = c.train && s.which != npos ? reinterpret_cast<std::int32_t*>(c.buf(s.which)) : nullptr;
+            if (c.nseg) ops.segment_reduce(s.red, c.act(s.in), c.lengths, c.nseg, n, out, which);
             break;
         }
         default:
@@ -177,23 +218,24 @@ void seq_forward(const Stage& s, const Ctx& c) {
 }
 
 void seq_backward(const Stage& s, const Ctx& c, const float* d) {
+    const Ops& ops = *c.ops;
     const std::size_t rows = c.rows, n = s.nO;
     switch (s.prim) {
         case Prim::table: {
             const float* keep = c.buf(s.mask);
-            c.ops->scatter_add_rows(s.layer->get_grad("E").data, n, reinterpret_cast<const std::uint32_t*>(c.buf(s.keys)),
-                                    rows, s.per, d, keep[0] != 0.0f ? keep + 1 : nullptr);
+            ops.scatter_add_rows(s.layer->get_grad("E").data, n, reinterpret_cast<const std::uint32_t*>(c.buf(s.keys)),
+                                 rows, s.per, d, keep[0] != 0.0f ? keep + 1 : nullptr);
             break;
         }
         case Prim::window: {
             float* dx = c.grad(s.in);
             if (!dx) break;
-            if (s.dx_assign) std::memset(dx, 0, rows * s.nI * sizeof(float));
+            if (s.dx_assign) ops.zero(dx, rows * s.nI);
             if (s.window_segments) {
-                detail::backprop_seq2col(dx, d, c.lengths, c.nseg, s.window, s.nI);
+                ops.backprop_seq2col(d, c.lengths, c.nseg, s.window, s.nI, dx);
             } else {
                 const auto len = static_cast<std::int32_t>(rows);
-                detail::backprop_seq2col(dx, d, &len, 1, s.window, s.nI);
+                ops.backprop_seq2col(d, &len, 1, s.window, s.nI, dx);
             }
             break;
         }
@@ -201,7 +243,7 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
             std::size_t c0 = 0;
             for (std::size_t k = 0; k < s.parts.size(); ++k) {
                 const std::size_t b = s.parts[k], w = c.p->bounds[b].width;
-                if (float* g = c.grad(b)) take_cols(d, n, c0, g, w, rows, !s.part_assign[k]);
+                if (float* g = c.grad(b)) ops.copy_rows(d + c0, n, g, w, rows, w, !s.part_assign[k]);
                 c0 += w;
             }
             break;
@@ -212,7 +254,7 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
             const std::size_t pad = c.p->spaces[s.space].pad;
             padded_runs(
                 c, pad,
-                [&](std::size_t u, std::size_t q, std::size_t k) { put(dx + u * n, d + q * n, k * n, !s.dx_assign); },
+                [&](std::size_t u, std::size_t q, std::size_t k) { ops.copy_rows(d + q * n, n, dx + u * n, n, k, n, !s.dx_assign); },
                 [](std::size_t) {});
             break;
         }
@@ -222,10 +264,21 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
             const std::size_t pad = c.p->spaces[c.p->bounds[s.in].space].pad;
             padded_runs(
                 c, pad,
-                [&](std::size_t u, std::size_t q, std::size_t k) { put(dx + q * n, d + u * n, k * n, !s.dx_assign); },
+                [&](std::size_t u, std::size_t q, std::size_t k) { ops.copy_rows(d + u * n, n, dx + q * n, n, k, n, !s.dx_assign); },
                 [&](std::size_t q) {
-                    if (s.dx_assign) std::memset(dx + q * n, 0, pad * n * sizeof(float));
+                    if (s.dx_assign) ops.zero(dx + q * n, pad * n);
                 });
+            break;
+        }
+        case Prim::reduce: {  // d: one row per sequence; the input's gradient: the sequences' rows
+            float* dx = c.grad(s.in);
+            if (!dx) break;
+            const std::size_t in_rows = c.srows[c.p->bounds[s.in].space];
+            float* to = s.dx_assign ? dx : c.buf(s.rscratch);
+            ops.zero(to, in_rows * n);
+            const auto* which = s.which != npos ? reinterpret_cast<const std::int32_t*>(c.buf(s.which)) : nullptr;
+            if (c.nseg) ops.segment_reduce_backward(s.red, d, c.lengths, c.nseg, n, which, to);
+            if (!s.dx_assign) ops.copy_rows(to, n, dx, n, in_rows, n, true);
             break;
         }
         default:
@@ -285,6 +338,9 @@ std::string describe_stages(const PlanData& p) {
                 break;
             case Prim::unpad:
                 line += "unpad " + std::to_string(s.nO);
+                break;
+            case Prim::reduce:
+                line += s.name + " " + std::to_string(s.nO) + " (one row per sequence)";
                 break;
         }
         for (const Op& op : s.ops) {
@@ -359,6 +415,16 @@ void finalize(PlanData& p) {
         } else if (!s.ops.empty() && s.out == p.bounds.size() - 1) {
             dz = std::max(dz, n);
         }
+        if (s.prim == Prim::dense || s.prim == Prim::maxout) {
+            s.iW = ParamAccess::param_index(*s.layer, "W");
+            s.ib = ParamAccess::param_index(*s.layer, "b");
+            if (s.softmax) {
+                s.itemp = ParamAccess::attr_index(*s.layer, "softmax_temperature");
+                s.inorm = ParamAccess::attr_index(*s.layer, "softmax_normalize");
+            }
+        }
+        if (s.prim == Prim::reduce && s.red == Reduce::max)
+            s.which = p.add_buffer(tag + s.name + " row of each maximum (int32)", n, 0, false, sp);
         if (s.prim == Prim::table) {
             // The keys are needed by the forward pass too (predict); the mask only in training.
             s.keys = p.add_buffer(tag + s.name + " keys (uint32)", s.per, 0, true, sp);
@@ -367,6 +433,8 @@ void finalize(PlanData& p) {
         for (std::size_t k = 0; k < s.ops.size(); ++k) {
             Op& op = s.ops[k];
             if (op.kind == OpKind::layernorm) {
+                op.iG = ParamAccess::param_index(*op.node, "G");
+                op.ib = ParamAccess::param_index(*op.node, "b");
                 op.save = p.add_buffer(tag + "layernorm normalised input", n, 0, false, sp);
                 op.rstd = p.add_buffer(tag + "layernorm 1/std", 1, 0, false, sp);
             } else if (op.kind == OpKind::dropout) {
@@ -433,13 +501,18 @@ void finalize(PlanData& p) {
         }
         s.dx_assign = !written[s.in];
         written[s.in] = true;
+        // A reduction's backward pass writes all of its input's rows: where another stage
+        // wrote that gradient first (concatenate(reduce_mean, reduce_max)), into scratch, then added.
+        if (s.prim == Prim::reduce && !s.dx_assign)
+            s.rscratch = p.add_buffer("stage " + std::to_string(si) + " " + s.name + " gradient (to add)", s.nI, 0,
+                                      false, p.bounds[s.in].space);
     }
     p.layout();
 }
 
 bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
     for (std::size_t k = 0; k < a.spaces.size() && k < b.spaces.size(); ++k)
-        if (a.spaces[k].pad != b.spaces[k].pad) {
+        if (a.spaces[k].pad != b.spaces[k].pad || a.spaces[k].docs != b.spaces[k].docs) {
             why = "a with_array's pad was " + std::to_string(a.spaces[k].pad) + ", it is now " +
                   std::to_string(b.spaces[k].pad);
             return false;

@@ -319,6 +319,40 @@ public:
         }
     }
 
+    void seq2col(const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t nW, std::size_t n,
+                 float* out) const override {
+        const std::size_t w = (2 * nW + 1) * n;
+        for (std::size_t b = 0, start = 0; b < nseg; ++b) {
+            const std::size_t end = start + static_cast<std::size_t>(lengths[b]);
+            for (std::size_t j = start; j < end; ++j) fn::seq2col_row(X, j, start, end, nW, n, out + j * w);
+            start = end;
+        }
+    }
+    void backprop_seq2col(const float* dY, const std::int32_t* lengths, std::size_t nseg, std::size_t nW,
+                          std::size_t n, float* dX) const override {
+        for (std::size_t b = 0, start = 0; b < nseg; ++b) {
+            const std::size_t end = start + static_cast<std::size_t>(lengths[b]);
+            for (std::size_t x = start; x < end; ++x) fn::backprop_seq2col_row(dY, x, start, end, nW, n, dX + x * n);
+            start = end;
+        }
+    }
+    void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
+                   std::size_t w, bool add) const override {
+        if (!add && from_ld == w && to_ld == w) {
+            if (rows * w) std::memcpy(to, from, rows * w * sizeof(float));
+            return;
+        }
+        for (std::size_t r = 0; r < rows; ++r, from += from_ld, to += to_ld) {
+            if (add)
+                for (std::size_t j = 0; j < w; ++j) to[j] += from[j];
+            else if (w)
+                std::memcpy(to, from, w * sizeof(float));
+        }
+    }
+    void zero(float* x, std::size_t n) const override {
+        if (n) std::memset(x, 0, n * sizeof(float));
+    }
+
     void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) const override {
         cpu::stage_forward_rows(s, sp, c);
     }

@@ -325,6 +325,15 @@ auto make_tagger() {
     auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<32>(maxout)), 2), 2);
     return embed >> encode >> with_array<List<Floats2d>>(Softmax<17>());
 }
+// A text classifier: the same tables and mixer, the mean of each document's rows, a residual
+// Relu and a softmax over 6 classes: one row per document.
+auto make_textcat() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<32>(500, 8u, 0), HashEmbed<32>(200, 9u, 1))) >>
+           with_array<Ragged>(Maxout<32>(maxout)) >> reduce_mean() >> residual(Relu<32>({.dropout = 0.1})) >>
+           Softmax<6>();
+}
 List<Ints2d> random_docs(Rng& rng, std::size_t max_docs, std::size_t max_words, bool exact = false) {
     List<Ints2d> docs(exact ? max_docs : 1 + rng.below(max_docs));
     for (auto& doc : docs) {
@@ -379,17 +388,21 @@ TEST_CASE("training steps at random batch sizes allocate nothing after warm-up",
     CHECK(n == 0);
 }
 
-TEST_CASE("a tagger's predicts and training steps at random document counts and lengths allocate nothing after warm-up",
-          "[alloc][random][sequences]") {
-    auto model = make_tagger();
-    Rng rng(9);
-    model.initialize(random_docs(rng, 16, 30));
+namespace {
+// A sequence model's steps (begin_update, backprop, finish_update, predict) at random document
+// counts and lengths after a warm-up: the allocations counted.
+template <class M>
+void sequence_steps_allocate_nothing(M& model, Rng& rng) {
     Optimizer opt = Adam(0.001);
+    auto first = [](const auto& P) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(P)>, Floats2d>) return P[0];
+        else return P[0][0];
+    };
     auto step = [&](const List<Ints2d>& docs) {
         auto [P, backprop] = model.begin_update(docs);
         backprop(P);  // (any gradient of the output's shape)
         model.finish_update(opt);
-        return model.predict(docs)[0][0];
+        return first(model.predict(docs));
     };
     // (The batches first: a service's documents come from elsewhere; made after the warm-up,
     // their arrays would take the small blocks the warm-up left in the cache.)
@@ -407,6 +420,23 @@ TEST_CASE("a tagger's predicts and training steps at random document counts and 
     const long n = c.stop();
     CHECK(n == 0);
     CHECK(std::isfinite(sink));
+}
+}  // namespace
+
+TEST_CASE("a tagger's predicts and training steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences]") {
+    auto model = make_tagger();
+    Rng rng(9);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("a text classifier's steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences]") {
+    auto model = make_textcat();
+    Rng rng(10);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
 }
 
 TEST_CASE("the block cache holds a few times the arrays of the largest call, and hands them back", "[alloc][random]") {

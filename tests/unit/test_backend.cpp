@@ -24,7 +24,8 @@ namespace {
 enum Entry : std::size_t {
     e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows, e_maxout,
     e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_segment, e_segment_backward,
-    e_stage_forward, e_stage_backward, e_adam, e_sgd, e_sum_squares, e_count_nonfinite, e_count
+    e_seq2col, e_seq2col_backward, e_copy_rows, e_zero, e_stage_forward, e_stage_backward, e_adam, e_sgd,
+    e_sum_squares, e_count_nonfinite, e_count
 };
 
 // Forwards to cpu_ops() and counts each entry.
@@ -111,6 +112,25 @@ public:
         hit(e_segment_backward);
         cpu.segment_reduce_backward(r, dY, lengths, nseg, n, which, dX);
     }
+    void seq2col(const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t nW, std::size_t n,
+                 float* out) const override {
+        hit(e_seq2col);
+        cpu.seq2col(X, lengths, nseg, nW, n, out);
+    }
+    void backprop_seq2col(const float* dY, const std::int32_t* lengths, std::size_t nseg, std::size_t nW,
+                          std::size_t n, float* dX) const override {
+        hit(e_seq2col_backward);
+        cpu.backprop_seq2col(dY, lengths, nseg, nW, n, dX);
+    }
+    void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
+                   std::size_t w, bool add) const override {
+        hit(e_copy_rows);
+        cpu.copy_rows(from, from_ld, to, to_ld, rows, w, add);
+    }
+    void zero(float* x, std::size_t n) const override {
+        hit(e_zero);
+        cpu.zero(x, n);
+    }
     void stage_forward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
                             const lowering::Ctx& c) const override {
         hit(e_stage_forward);
@@ -175,6 +195,15 @@ public:
                         std::int32_t*) const override { no(); }
     void segment_reduce_backward(Reduce, const float*, const std::int32_t*, std::size_t, std::size_t,
                                  const std::int32_t*, float*) const override { no(); }
+    void seq2col(const float*, const std::int32_t*, std::size_t, std::size_t, std::size_t, float*) const override {
+        no();
+    }
+    void backprop_seq2col(const float*, const std::int32_t*, std::size_t, std::size_t, std::size_t,
+                          float*) const override { no(); }
+    void copy_rows(const float*, std::size_t, float*, std::size_t, std::size_t, std::size_t, bool) const override {
+        no();
+    }
+    void zero(float*, std::size_t) const override { no(); }
     void stage_forward_rows(const lowering::Stage&, const lowering::StageParams&, const lowering::Ctx&) const override {
         no();
     }
@@ -273,7 +302,9 @@ TEST_CASE("backend: tables, sequences and reductions run on the model's ops", "[
     auto tok = concatenate(HashEmbed<8, Ints2d>(50, HashEmbedOptions{.seed = 3, .column = 0, .dropout = 0.1}),
                            Embed<8, Ints2d>(40, EmbedOptions{.column = 1, .dropout = 0.1})) >>
                LayerNorm<16>() >> Maxout<16, 16, 2>();
-    auto model = with_array<List<Ints2d>>(tok) >> list2ragged() >>
+    // (then a window encoder over the documents with pad rows, as spaCy's, before the reductions)
+    auto model = with_array<List<Ints2d>>(tok) >>
+                 with_array<List<Floats2d>>(residual(expand_window<1>() >> Maxout<16, 48, 2>()), 2) >> list2ragged() >>
                  concatenate(reduce_sum(), reduce_mean(), reduce_max(), reduce_first(), reduce_last()) >> Softmax<5>();
     std::vector<Ints2d> docs;
     for (std::size_t d = 0; d < 4; ++d) {
@@ -283,9 +314,21 @@ TEST_CASE("backend: tables, sequences and reductions run on the model's ops", "[
     }
     const List<Ints2d> X(std::move(docs));
     model.initialize(X);
-    same_as_cpu(model, counting, X, 5);
-    for (Entry e : {e_gemm, e_gather, e_scatter, e_segment, e_segment_backward, e_layernorm, e_maxout, e_adam})
-        CHECK(counting[e] > 0);
+    SECTION("through the plan") {
+        same_as_cpu(model, counting, X, 5);
+        REQUIRE(model.uses_plan());
+        for (Entry e : {e_gemm, e_gather, e_scatter, e_segment, e_segment_backward, e_seq2col, e_seq2col_backward,
+                        e_copy_rows, e_zero, e_stage_forward, e_stage_backward, e_adam})
+            CHECK(counting[e] > 0);
+    }
+    SECTION("through the layers alone") {
+        const LayersOnly layers;
+        same_as_cpu(model, counting, X, 5);
+        REQUIRE(!model.uses_plan());
+        for (Entry e : {e_gemm, e_gather, e_scatter, e_segment, e_segment_backward, e_seq2col, e_seq2col_backward,
+                        e_layernorm, e_maxout, e_adam})
+            CHECK(counting[e] > 0);
+    }
 }
 
 TEST_CASE("backend: set_current_ops gives new models their backend", "[backend]") {
@@ -336,6 +379,31 @@ TEST_CASE("backend: the CPU's gathers, segment reductions and maxout on known va
     dX = {};
     ops.segment_reduce_backward(Reduce::last, dY, lengths, 2, 2, nullptr, dX.data());
     CHECK(dX == std::array<float, 10>{0, 0, 1, 2, 0, 0, 0, 0, 3, 4});
+
+    // seq2col, window 1, over the same two sequences (width 2): each row as (previous, itself,
+    // next), zeros beyond its sequence's ends, every value written (the output starts as -1s)
+    std::array<float, 30> win;
+    win.fill(-1.0f);
+    ops.seq2col(X, lengths, 2, 1, 2, win.data());
+    CHECK(win == std::array<float, 30>{0, 0, 1, 5, 3, 2, /**/ 1, 5, 3, 2, 0, 0,                    //
+                                       0, 0, 0, 9, 4, 9, /**/ 0, 9, 4, 9, 2, 1, /**/ 4, 9, 2, 1, 0, 0});
+    // its backward adds each row's slots: the windows' gradients all ones give each row the
+    // number of windows that hold it (1 + its neighbours in the sequence), added to 10
+    std::array<float, 30> ones;
+    ones.fill(1.0f);
+    std::array<float, 10> back;
+    back.fill(10.0f);
+    ops.backprop_seq2col(ones.data(), lengths, 2, 1, 2, back.data());
+    CHECK(back == std::array<float, 10>{12, 12, 12, 12, /**/ 12, 12, 13, 13, 12, 12});
+    // copy_rows: a column block into a wider array, and added back
+    const float blk[4] = {1, 2, 3, 4};
+    std::array<float, 6> wide{};
+    ops.copy_rows(blk, 2, wide.data() + 1, 3, 2, 2, false);
+    CHECK(wide == std::array<float, 6>{0, 1, 2, 0, 3, 4});
+    ops.copy_rows(blk, 2, wide.data() + 1, 3, 2, 2, true);
+    CHECK(wide == std::array<float, 6>{0, 2, 4, 0, 6, 8});
+    ops.zero(wide.data() + 2, 3);
+    CHECK(wide == std::array<float, 6>{0, 2, 0, 0, 0, 8});
 
     // maxout: one row, two outputs of three pieces, with a bias
     const float Z[6] = {1, 5, 2, -1, -3, -2};

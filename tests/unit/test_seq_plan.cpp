@@ -79,6 +79,17 @@ List<Floats2d> grads_like(const List<Floats2d>& Y, std::uint64_t seed) {
     for (std::size_t i = 0; i < Y.size(); ++i) out.push_back(random_array(Y[i].shape(0), Y[i].shape(1), seed + i));
     return out;
 }
+Floats2d grads_like(const Floats2d& Y, std::uint64_t seed) { return random_array(Y.shape(0), Y.shape(1), seed); }
+
+// A text classifier (spaCy's TextCatCNN without the tok2vec's window): tables, a Maxout mixer,
+// a reduction, a residual block and a Softmax over one row per document.
+template <class R>
+auto textcat(R reduction, double dropout) {
+    const MaxoutOptions mo{.nP = 2, .dropout = dropout, .normalize = true};
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, 0.0), Embed<6>(3000, 2))) >>
+           with_array<Ragged>(Maxout<10>(mo)) >> reduction >> residual(Relu<10>({.dropout = dropout})) >> Softmax<5>();
+}
 
 // a runs its plan, b its layers, from the same weights and seeds: outputs, the input's
 // gradient and the weights after each step agree (to rounding: the plan sums a residual's
@@ -105,6 +116,8 @@ void train_side_by_side(M& a, const std::vector<X>& batches, int steps, double t
         }
         CHECK(max_diff(Ya, Yb) <= tol);
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, List<Floats2d>>) CHECK(max_diff(dXa, dXb) <= tol);
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, Ragged>)
+            CHECK(max_diff(dXa.data(), dXb.data()) <= tol);
         CHECK(max_diff(testing::all_grads(a), testing::all_grads(b)) <= 5 * tol);
         a.finish_update(oa);
         {
@@ -224,4 +237,72 @@ TEST_CASE("sequence plan: bad gradients are refused with the output's shape name
     dY = grads_like(Y, 1);
     dY[1] = Floats2d({dY[1].shape(0), 3});
     CHECK_THROWS_WITH(bp(dY), Contains("tenon-E111") && Contains("width 7"));
+}
+
+TEST_CASE("sequence plan: reductions give one row per sequence, and the head runs on those rows", "[seq_plan]") {
+    const List<Ints2d> X = docs(8, 1, 12, 21);
+    SECTION("a text classifier: tables, Maxout, reduce_mean, a residual Relu and a Softmax in one plan") {
+        auto model = textcat(reduce_mean(), 0.0);
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("reduce_mean 10 (one row per sequence)"));
+        CHECK_THAT(d, Contains("softmax"));
+        CHECK_THAT(d, !Contains("layer "));  // nothing runs unfused
+        // Empty documents (a mean of no rows is a row of zeros), one document, many.
+        std::vector<List<Ints2d>> batches{X, docs(3, 0, 5, 22), docs(1, 7, 7, 23), docs(19, 0, 25, 24)};
+        train_side_by_side(model, batches, 6);
+    }
+    SECTION("reduce_sum and reduce_max, with dropout") {
+        auto a = textcat(reduce_sum(), 0.2);
+        a.initialize(X);
+        train_side_by_side(a, std::vector<List<Ints2d>>{X, docs(5, 1, 9, 25)}, 4);
+        auto b = textcat(reduce_max(), 0.2);
+        b.initialize(X);
+        CHECK_THAT(describe_plan(b, 16), Contains("reduce_max row of each maximum"));
+        train_side_by_side(b, std::vector<List<Ints2d>>{X, docs(5, 1, 9, 26)}, 4);
+    }
+    SECTION("every reduction side by side over float sequences (concatenate adds their input gradients)") {
+        const List<Floats2d> F = floats_like(X, 6, 30);
+        // (A layer before the reductions gives the plan the input's width: reductions have none.)
+        auto model = list2ragged() >> with_array<Ragged>(LayerNorm<6>()) >>
+                     concatenate(reduce_mean(), reduce_max(), reduce_sum(), reduce_first(), reduce_last()) >>
+                     Relu<7>() >> Softmax<3>();
+        model.initialize(F);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("concat 6+6+6+6+6->30"));
+        CHECK_THAT(d, !Contains("layer "));
+        CHECK_THAT(describe_plan(model, 16), Contains("gradient (to add)"));
+        train_side_by_side(model, std::vector<List<Floats2d>>{F, floats_like(docs(4, 1, 3, 31), 6, 32)}, 3);
+        // A Ragged in, a Floats2d out; the input's gradient as the layers give it.
+        auto r = reduce_max() >> Softmax<4>();
+        const Ragged R = to_ragged(F);
+        r.initialize(R);
+        train_side_by_side(r, std::vector<Ragged>{R, to_ragged(floats_like(docs(3, 1, 5, 33), 6, 34))}, 2);
+    }
+    SECTION("an empty sequence where a reduction needs rows: the layer's own error; bad gradients named") {
+        const List<Floats2d> F = floats_like(X, 6, 40);
+        auto model = list2ragged() >> reduce_first() >> Softmax<3>();
+        model.initialize(F);
+        List<Floats2d> G = floats_like(docs(3, 1, 4, 41), 6, 42);
+        G[1] = Floats2d({0, 6});
+        std::string through_plan, through_layers;
+        try {
+            (void)model.predict(G);
+        } catch (const Error& e) {
+            through_plan = e.what();
+        }
+        {
+            const LayersOnly layers;
+            try {
+                (void)model.predict(G);
+            } catch (const Error& e) {
+                through_layers = e.what();
+            }
+        }
+        CHECK_THAT(through_plan, Contains("tenon-E190") && Contains("sequence 1 has length 0"));
+        CHECK(through_plan == through_layers);
+        auto [Y, bp] = model.begin_update(F);
+        REQUIRE(model.uses_plan());
+        CHECK_THROWS_WITH(bp(random_array(F.size() + 1, 3, 1)), Contains("tenon-E111") && Contains("one row per sequence"));
+    }
 }

@@ -145,6 +145,34 @@ TENON_HD inline void maxout_row_backward(const float* dy, const std::int32_t* wh
     }
 }
 
+// expand_window (Thinc's seq2col): row j of a sequence of rows [start, end) (width n) as its
+// window of 2 nW + 1 rows, rows j - nW .. j + nW in that order, zeros where a row is outside
+// the sequence. X: all the rows; out_row: (2 nW + 1) * n values, every one written.
+TENON_HD inline void seq2col_row(const float* X, std::size_t j, std::size_t start, std::size_t end, std::size_t nW,
+                                 std::size_t n, float* out_row) {
+    for (std::size_t k = 0; k < 2 * nW + 1; ++k) {
+        float* o = out_row + k * n;
+        const std::size_t r = j + k;  // the row held by slot k, plus nW
+        if (r < start + nW || r >= end + nW) {
+            for (std::size_t i = 0; i < n; ++i) o[i] = 0.0f;
+        } else {
+            const float* x = X + (r - nW) * n;
+            for (std::size_t i = 0; i < n; ++i) o[i] = x[i];
+        }
+    }
+}
+// Its backward for row x of [start, end): dx_row += x's slot in each window that holds it,
+// windows j = x - nW .. x + nW in that order (NumpyOps' backprop_seq2col adds them so).
+TENON_HD inline void backprop_seq2col_row(const float* dY, std::size_t x, std::size_t start, std::size_t end,
+                                          std::size_t nW, std::size_t n, float* dx_row) {
+    const std::size_t nF = 2 * nW + 1;
+    const std::size_t j0 = x >= start + nW ? x - nW : start, j1 = x + nW + 1 < end ? x + nW + 1 : end;
+    for (std::size_t j = j0; j < j1; ++j) {
+        const float* d = dY + (j * nF + (x + nW - j)) * n;
+        for (std::size_t i = 0; i < n; ++i) dx_row[i] += d[i];
+    }
+}
+
 // One sequence of len rows of width n (len >= 1 for max, first, last): y (zero on entry)
 // = its reduction; which[j] = the row of column j's maximum (ties: the first), for max.
 TENON_HD inline void segment_reduce_one(Reduce r, const float* x, std::size_t len, std::size_t n, float* y,

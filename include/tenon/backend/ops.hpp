@@ -83,6 +83,21 @@ public:
     virtual void segment_reduce_backward(Reduce r, const float* dY, const std::int32_t* lengths, std::size_t nseg,
                                          std::size_t n, const std::int32_t* which, float* dX) const = 0;
 
+    // --- Windows (expand_window, Thinc's seq2col) over sequences given by their lengths (nseg
+    // of them, rows of width n back to back): out (rows x (2 nW + 1) n) = each row's window
+    // (fn::seq2col_row), every value written; the backward adds to dX (rows x n) each row's
+    // slots of the windows that hold it (fn::backprop_seq2col_row).
+    virtual void seq2col(const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t nW, std::size_t n,
+                         float* out) const = 0;
+    virtual void backprop_seq2col(const float* dY, const std::int32_t* lengths, std::size_t nseg, std::size_t nW,
+                                  std::size_t n, float* dX) const = 0;
+    // --- Moves within the backend's memory (a plan's concatenations and pads): rows x w
+    // values from `from` (rows from_ld apart) to `to` (rows to_ld apart), or added to them.
+    virtual void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
+                           std::size_t w, bool add) const = 0;
+    // x = 0 over n values.
+    virtual void zero(float* x, std::size_t n) const = 0;
+
     // --- A plan's fused row pass of one stage (bias and activation, maxout's max, layer
     // norm, dropout, sigmoid, residual add: lower/plan.hpp), forward and backward. The
     // plan's products are gemm calls; these are the passes between them.

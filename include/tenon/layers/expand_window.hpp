@@ -38,42 +38,6 @@ using expand_window_check = std::conditional_t<std::is_same_v<T, tenon::Floats2d
                                                expand_window_type<given_type<name_t<T>>>>;
 }  // namespace check
 
-namespace detail {
-// NumpyOps' seq2col: row j of a sequence [start, end) gets rows j - nW .. j + nW of the same
-// sequence, each at its slot of the window (out is zero-filled).
-inline void seq2col(float* out, const float* X, const std::int32_t* lengths, std::size_t nL, std::size_t nW,
-                    std::size_t I) {
-    const std::size_t nF = 2 * nW + 1;
-    std::size_t start = 0;
-    for (std::size_t s = 0; s < nL; ++s) {
-        const std::size_t end = start + static_cast<std::size_t>(lengths[s]);
-        for (std::size_t j = start; j < end; ++j) {
-            const std::size_t x0 = j >= start + nW ? j - nW : start, x1 = std::min(end, j + nW + 1);
-            const std::size_t offset = x0 + nW - j;  // slot of row x0 in j's window
-            if (x1 > x0 && I) std::memcpy(out + (j * nF + offset) * I, X + x0 * I, (x1 - x0) * I * sizeof(float));
-        }
-        start = end;
-    }
-}
-// NumpyOps' backprop_seq2col: each row's gradient is the sum of its slots in the windows
-// that hold it (dX is zero-filled).
-inline void backprop_seq2col(float* dX, const float* dY, const std::int32_t* lengths, std::size_t nL, std::size_t nW,
-                             std::size_t I) {
-    const std::size_t nF = 2 * nW + 1;
-    std::size_t start = 0;
-    for (std::size_t s = 0; s < nL; ++s) {
-        const std::size_t end = start + static_cast<std::size_t>(lengths[s]);
-        for (std::size_t j = start; j < end; ++j) {
-            const std::size_t x0 = j >= start + nW ? j - nW : start, x1 = std::min(end, j + nW + 1);
-            const float* d = dY + (j * nF + (x0 + nW - j)) * I;
-            float* dx = dX + x0 * I;
-            for (std::size_t k = 0, n = (x1 - x0) * I; k < n; ++k) dx[k] += d[k];
-        }
-        start = end;
-    }
-}
-}  // namespace detail
-
 template <class T = Floats2d, std::size_t W = dyn, std::size_t NI = dyn>
 class ExpandWindow : public Layer<ExpandWindow<T, W, NI>, T, T> {
     using Base = Layer<ExpandWindow<T, W, NI>, T, T>;
@@ -114,10 +78,11 @@ public:
     }
 
     std::size_t window() const noexcept { return window_; }
-    // lower(): a window stage (lower/lowered_as.hpp), detail::seq2col as here.
+    // lower(): a window stage (lower/lowered_as.hpp), Ops::seq2col as here.
     static constexpr lowering::WindowStage lowered_as{};
 
     struct Backprop {
+        const Ops* ops = nullptr;
         std::size_t nW = 0, nI = dyn;  // dyn: a default Backprop (no forward ran)
         Ints1d lengths;                // the sequences (one of all the rows for Floats2d)
         std::size_t rows = 0;
@@ -136,7 +101,7 @@ public:
                                      std::to_string(d.shape(1)) + ")" + (same_lengths ? "" : " with other lengths"),
                                  "tenon-E191");
             Floats2d dX({rows, nI});
-            detail::backprop_seq2col(dX.data(), d.data(), lengths.data(), lengths.size(), nW, nI);
+            ops->backprop_seq2col(d.data(), lengths.data(), lengths.size(), nW, nI, dX.data());
             if constexpr (std::is_same_v<T, Ragged>) return Ragged(std::move(dX), lengths); else return dX;
         }
     };
@@ -182,8 +147,8 @@ private:
         Ints1d all({1}, {static_cast<std::int32_t>(rows)});
         const Ints1d* lengths = &all;
         if constexpr (std::is_same_v<T, Ragged>) lengths = &X.lengths();
-        Floats2d Y({rows, nF() * nI});
-        detail::seq2col(Y.data(), x.data(), lengths->data(), lengths->size(), window_, nI);
+        Floats2d Y({rows, nF() * nI}, uninitialized);  // (every value written)
+        this->ops().seq2col(x.data(), lengths->data(), lengths->size(), window_, nI, Y.data());
         if (keep_lengths) *keep_lengths = *lengths;
         if constexpr (std::is_same_v<T, Ragged>) return Ragged(std::move(Y), X.lengths()); else return Y;
     }
@@ -191,6 +156,7 @@ private:
     std::pair<T, Backprop> forward_impl(InView X, bool) {
         Backprop bp;
         T Y = run(X, &bp.lengths);
+        bp.ops = &this->ops();
         bp.nW = window_;
         bp.nI = data_of(X).shape(1);
         bp.rows = data_of(X).shape(0);

@@ -63,7 +63,8 @@ template <class L>
 struct fully_fused {
     static constexpr bool value = [] {
         if constexpr (is_dense<L> || lowered_as_a<L, MaxoutStage> || lowered_as_a<L, RowOpStage> ||
-                      lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage>)
+                      lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage> ||
+                      lowered_as_a<L, ReduceStage>)
             return true;
         else if constexpr (lowered_as_a<L, OnRows> || is_residual<L>)
             return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().layer())>>::value;
@@ -224,6 +225,27 @@ void add(Builder& B, L& layer, void* slot) {
         s.name = layer.name();
         s.window = w;
         s.window_segments = segments;
+    } else if constexpr (lowered_as_a<L, ReduceStage>) {
+        // One row per sequence of the input's: the docs space.
+        if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
+            refuse(layer, "a reduction over other rows than the input's sequences");
+        const std::size_t n = B.width();
+        if (n == 0) refuse(layer, "the width is not known (initialize the model first)");
+        std::size_t sp = 0;
+        for (std::size_t k = 1; k < B.p.spaces.size(); ++k)
+            if (B.p.spaces[k].docs) sp = k;
+        if (sp == 0) {
+            if (B.p.spaces.size() == max_spaces) refuse(layer, "too many row spaces");
+            B.p.spaces.push_back(Space{0, true});
+            sp = B.p.spaces.size() - 1;
+        }
+        B.pinned = true;  // the stage's input rows are not its output rows: nothing merges back
+        Stage& s = B.open(Prim::reduce, n, n);
+        s.layer = &layer;
+        s.name = layer.name();
+        s.red = L::kind;
+        if constexpr (L::nonempty) s.why = L::why_nonempty;
+        s.space = B.p.bounds[s.out].space = sp;
     } else if constexpr (lowered_as_a<L, OnRows>) {
         if constexpr (!L::plan_rows) {
             refuse(layer, "a Padded input (the plan takes lists and ragged arrays)");
@@ -272,9 +294,11 @@ void add(Builder& B, L& layer, void* slot) {
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             (branch(std::get<I>(kids), bp ? static_cast<void*>(&std::get<I>(bp->bps)) : nullptr), ...);
         }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(kids)>>>{});
+        // (The branches' rows may be other than the input's: reductions give one per sequence.)
         std::size_t w = 0;
+        const std::size_t space = B.p.bounds[parts[0]].space;
         for (std::size_t b : parts) {
-            if (B.p.bounds[b].ints || B.p.bounds[b].space != B.p.bounds[b_in].space)
+            if (B.p.bounds[b].ints || B.p.bounds[b].space != space)
                 refuse(layer, "a branch that does not output floats over the same rows");
             w += B.p.bounds[b].width;
         }
@@ -282,7 +306,7 @@ void add(Builder& B, L& layer, void* slot) {
         Stage& s = B.open(Prim::concat, B.p.bounds[parts[0]].width, w);
         s.name = layer.name();
         s.parts = std::move(parts);
-        s.space = B.p.bounds[s.out].space = B.p.bounds[b_in].space;
+        s.space = B.p.bounds[s.out].space = space;
     } else if constexpr (lowered_as_a<L, CloneCopies>) {
         // Clone's Backprop keeps its copies' Backprops in a list made per call: a copy that
         // holds a layer stage (which needs a place there) makes the whole clone one layer stage.
@@ -316,7 +340,8 @@ struct all_plannable<std::tuple<Ls...>> {
 template <class L>
 struct plannable {
     static constexpr bool value = [] {
-        if constexpr (lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage>)
+        if constexpr (lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage> ||
+                      lowered_as_a<L, ReduceStage>)
             return true;
         else if constexpr (lowered_as_a<L, OnRows>)
             return L::plan_rows && plannable<std::remove_cvref_t<decltype(std::declval<L&>().layer())>>::value;
@@ -356,14 +381,13 @@ struct seq_type<BasicRagged<A>> {
     using Array = A;
 };
 // Whether a model's own calls may run a plan: its layers are plannable, and it takes a
-// Floats2d (or anything, for a first "head" layer) to a Floats2d, or a sequence to a sequence
-// of floats.
+// Floats2d (or anything, for a first "head" layer) to a Floats2d, a sequence to a sequence of
+// floats, or a sequence to a Floats2d of one row per sequence (through a reduction).
 template <class M>
 inline constexpr bool engine_types =
     plannable<M>::value &&
-    (std::is_same_v<typename M::Out, Floats2d>
-         ? !seq_type<typename M::In>::value
-         : seq_type<typename M::In>::value && seq_type<typename M::Out>::value && !seq_type<typename M::Out>::ints);
+    (std::is_same_v<typename M::Out, Floats2d> ||
+     (seq_type<typename M::In>::value && seq_type<typename M::Out>::value && !seq_type<typename M::Out>::ints));
 
 }  // namespace lowering
 
@@ -377,9 +401,11 @@ public:
     using InView = typename M::InView;
     using Out = typename M::Out;
     using OutView = typename M::OutView;
-    // A sequence plan: a List or Ragged of arrays (or of ids) in, a List or Ragged out, the
-    // rows of every sequence back to back in the workspace (docs/lowering.md, "Sequence models").
+    // A sequence plan: a List or Ragged of arrays (or of ids) in, a List or Ragged out (or a
+    // Floats2d of one row per sequence, after a reduction), the rows of every sequence back to
+    // back in the workspace (docs/lowering.md, "Sequence models").
     static constexpr bool seq = lowering::seq_type<In>::value;
+    static constexpr bool seq_out = lowering::seq_type<Out>::value;
     static_assert(lowering::engine_types<M>,
                   "lower(): the model must take a Floats2d (or a List / Ragged of arrays or ids) and output a "
                   "Floats2d (or a List / Ragged of Floats2d)");
@@ -677,7 +703,7 @@ private:
         c.ops = &model_->ops();
         c.ws = ws;
         std::size_t r[lowering::max_spaces + 1];
-        p_.space_rows(rows, 0, r);
+        p_.space_rows(rows, 0, 0, r);
         c.set_rows(r);
         c.train = train;
         return c;
@@ -707,7 +733,7 @@ private:
     }
     void seq_rows(lowering::Ctx& c, const Ints1d& lengths, std::size_t rows, std::size_t nonempty) const {
         std::size_t r[lowering::max_spaces + 1];
-        p_.space_rows(rows, nonempty, r);
+        p_.space_rows(rows, nonempty, lengths.size(), r);
         c.set_rows(r);
         c.lengths = lengths.data();
         c.nseg = lengths.size();
@@ -742,9 +768,13 @@ private:
         }
     }
     Out seq_output(const lowering::Ctx& c, const Ints1d& lengths) const {
-        const std::size_t nO = p_.bounds.back().width, rows = c.srows[0];
+        const std::size_t nO = p_.bounds.back().width, rows = c.srows[p_.bounds.back().space];
         const float* y = c.act(p_.bounds.size() - 1);
-        if constexpr (lowering::seq_type<Out>::list) {
+        if constexpr (!seq_out) {  // one row per sequence
+            Floats2d a({rows, nO}, uninitialized);
+            if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
+            return a;
+        } else if constexpr (lowering::seq_type<Out>::list) {
             Out out;
             out.reserve(lengths.size());
             for (auto l : lengths) {
@@ -770,7 +800,15 @@ private:
                                      std::to_string(nO) + " like the output, but found " + std::to_string(w),
                                  "tenon-E111");
         };
-        if constexpr (lowering::seq_type<Out>::list) {
+        if constexpr (!seq_out) {
+            if (dY.shape(0) != lengths.size() || dY.shape(1) != nO)
+                throw ShapeError("plan of " + p_.model_name + ": backprop: expected a gradient of shape (" +
+                                     std::to_string(lengths.size()) + ", " + std::to_string(nO) +
+                                     "), one row per sequence like the output, but found (" +
+                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                                 "tenon-E111");
+            if (dY.size()) std::memcpy(to, dY.data(), dY.size() * sizeof(float));
+        } else if constexpr (lowering::seq_type<Out>::list) {
             bool same = dY.size() == lengths.size();
             for (std::size_t i = 0; same && i < dY.size(); ++i)
                 same = dY[i].shape(0) == static_cast<std::size_t>(lengths[i]);
@@ -880,8 +918,11 @@ private:
             throw Error("lower(): " + model.name() + " has no stage", "tenon-E170");
         if constexpr (seq) {
             const lowering::Boundary& last = p.bounds.back();
-            if (last.ints || last.space != 0 || p.bounds.size() < 2)
-                throw Error("lower(): " + model.name() + ": the output is not one row per input row", "tenon-E170");
+            const bool rows_ok = seq_out ? last.space == 0 : p.spaces[last.space].docs;
+            if (last.ints || !rows_ok || p.bounds.size() < 2)
+                throw Error(std::string("lower(): ") + model.name() + ": the output is not one row per " +
+                                (seq_out ? "input row" : "sequence"),
+                            "tenon-E170");
             if (!p.bounds[0].ints && p.bounds[0].width == 0)
                 throw Error("lower(): " + model.name() + ": the input width is not known", "tenon-E170");
         }

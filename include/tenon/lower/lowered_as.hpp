@@ -51,5 +51,9 @@ struct OnRows {};
 struct ConcatBranches {};
 // clone: the copies one after the other.
 struct CloneCopies {};
+// A reduction over a Ragged (reduce_mean, reduce_sum, reduce_max, reduce_first, reduce_last):
+// one row per sequence (the plan's "docs" space); the layer's `kind` (fn::segment_reduce_one)
+// says what it computes, its `nonempty` / `why_nonempty` when a sequence needs a row.
+struct ReduceStage {};
 
 }  // namespace tenon::lowering

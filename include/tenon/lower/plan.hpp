@@ -37,18 +37,21 @@ inline constexpr std::size_t row_pass_split_work = 8192;
 // dense, maxout: a matrix product; layer: an unfused layer's own code; the sequence stages
 // (docs/lowering.md, "Sequence models"): table (an embedding table's gather: Embed,
 // HashEmbed), window (expand_window's seq2col), concat (concatenate's columns), pad / unpad
-// (with_array's zero rows between the sequences, Thinc's flatten / unflatten with pad).
-enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, concat, pad, unpad };
+// (with_array's zero rows between the sequences, Thinc's flatten / unflatten with pad), reduce
+// (a reduction over each sequence's rows: one row per sequence).
+enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, concat, pad, unpad, reduce };
 
 // The row spaces of a plan: each boundary's rows are those of one space. Space 0 is the
 // input's rows (a batch, or every sequence's rows back to back); a padded space is space 0's
 // rows with `pad` zero rows before, between and after the non-empty sequences (with_array's
-// pad). The last index (max_spaces) is no space but the largest of them: scratch shared by
-// stages of every space is sized by it.
-inline constexpr std::size_t max_spaces = 3;
+// pad); the docs space has one row per sequence (after a reduction). The last index
+// (max_spaces) is no space but the largest of them: scratch shared by stages of every space
+// is sized by it.
+inline constexpr std::size_t max_spaces = 4;
 constexpr bool is_seq_prim(Prim p) noexcept { return p >= Prim::table; }
 struct Space {
     std::size_t pad = 0;
+    bool docs = false;  // one row per sequence
 };
 
 // The keys of an embedding table's rows for each input row (the layer's own code: Embed's
@@ -61,6 +64,7 @@ struct Op {
     OpKind kind{};
     Node* node = nullptr;              // the LayerNorm, Dropout or sigmoid_activation
     const Dropout* drop = nullptr;
+    std::size_t iG = npos, ib = npos;  // layernorm: the indices of its parameters G and b in the node
     std::size_t skip = npos;           // add: the boundary whose rows are added
     std::size_t save = npos;           // buffer: LN's Xhat, dropout's mask, sigmoid's output
     std::size_t rstd = npos;           // buffer: LN's 1/std per row
@@ -82,6 +86,10 @@ struct Stage {
     std::size_t in = 0, out = 0;       // boundaries
     std::size_t nI = 0, nO = 0, nP = 1;
     Activation act = Activation::identity;  // a dense stage's (backend/functors.hpp)
+    // A dense / maxout stage's parameters W and b by index in the layer's node, and a
+    // softmax's attributes by index (checked by name at each call: a set_attr may add some):
+    // looked up once when the plan is made, not by name at every call (finalize).
+    std::size_t iW = npos, ib = npos, itemp = npos, inorm = npos;
     bool softmax = false;                   // then a softmax over the row (Softmax's)
     bool act_needs_y = false, act_needs_z = false;
     std::size_t ysave = npos, zsave = npos, which = npos;  // buffers
@@ -99,6 +107,9 @@ struct Stage {
     bool window_segments = false;      // window: within each sequence (expand_window<Ragged>), else all rows
     std::vector<std::size_t> parts;    // concat: the boundaries whose columns it joins
     std::vector<char> part_assign;     // concat: first write of each part's gradient
+    Reduce red = Reduce::sum;          // reduce: what (fn::segment_reduce_one); `which` holds max's rows
+    const char* why = nullptr;         // reduce: why a sequence needs a row (first, last, max), else null
+    std::size_t rscratch = npos;       // reduce: the input's gradient when another stage wrote it first
 };
 
 struct Boundary {
@@ -164,10 +175,11 @@ struct PlanData {
     static std::size_t r16(std::size_t rows) { return (rows + 15) / 16 * 16; }
     // The rows of each space (and the largest, at max_spaces) for a call whose input has
     // `rows` rows in `nseg` sequences of which `nonempty` have rows.
-    void space_rows(std::size_t rows, std::size_t nonempty, std::size_t out[max_spaces + 1]) const {
+    void space_rows(std::size_t rows, std::size_t nonempty, std::size_t nseg, std::size_t out[max_spaces + 1]) const {
         out[max_spaces] = 0;
         for (std::size_t k = 0; k < max_spaces; ++k) {
-            out[k] = k >= spaces.size() ? 0
+            out[k] = k >= spaces.size()          ? 0
+                     : spaces[k].docs            ? nseg
                      : spaces[k].pad && nonempty ? rows + (nonempty + 1) * spaces[k].pad
                                                  : rows;
             out[max_spaces] = out[k] > out[max_spaces] ? out[k] : out[max_spaces];
@@ -180,7 +192,7 @@ struct PlanData {
     }
     std::size_t ws_floats(std::size_t rows, bool train) const {
         std::size_t r[max_spaces + 1];
-        space_rows(rows, 0, r);
+        space_rows(rows, 0, rows, r);
         return ws_floats(r, train);
     }
 };
@@ -243,8 +255,8 @@ inline float* dz_of(const Stage& s, const Ctx& c) {
     return c.buf(c.p->dz);
 }
 
-// Parameters of a stage, looked up once per call (by name: a plan never holds pointers into
-// the model, which may reallocate them).
+// Parameters of a stage, looked up once per call (by index into the node: a plan never holds
+// pointers into the model, which may reallocate them).
 struct OpParams {
     const float* G = nullptr;
     const float* b = nullptr;
@@ -285,12 +297,12 @@ void product_forward(const Stage& s, const StageParams& sp, const Ctx& c);
 // dX = dZ W (+= where the input's gradient already holds a residual's skip part).
 void product_backward(const Stage& s, const StageParams& sp, const Ctx& c);
 
-// The sequence stages (table, window, concat, pad, unpad): forward writes the stage's
+// The sequence stages (table, window, concat, pad, unpad, reduce): forward writes the stage's
 // output from its input(s); backward takes the output's gradient d (after the stage's row
 // pass) into the parameters' gradients (table) or the inputs' gradients (the others). The
 // context's rows must be the stage's (Ctx::at). Their math is the layers' own
-// (Embed/HashEmbed's keys by the layer's function, expand_window's detail::seq2col, Thinc's
-// flatten with pad).
+// (Embed/HashEmbed's keys by the layer's function, expand_window's Ops::seq2col, Thinc's
+// flatten with pad, the reductions' Ops::segment_reduce).
 void seq_forward(const Stage& s, const Ctx& c);
 void seq_backward(const Stage& s, const Ctx& c, const float* d);
 

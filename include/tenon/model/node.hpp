@@ -111,6 +111,9 @@ struct NodeAccess;  // the loader's way in (src/serialize.cpp)
 struct ChainOps;    // a chain's type-independent parts (src/chain_store.cpp)
 struct ModelApi;    // copy / replace_node / remove_node (src/model_api.cpp)
 }
+namespace lowering {
+struct ParamAccess;  // a plan's look-up of parameters and attributes by index (src/plan.cpp)
+}
 
 class Node {
 public:
@@ -340,6 +343,7 @@ private:
     friend struct detail::NodeAccess;
     friend struct detail::ChainOps;
     friend struct detail::ModelApi;
+    friend struct lowering::ParamAccess;
 };
 
 // The model tree, one node per line with its dims; a width fixed by the type is marked

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/types/ragged.hpp"
 
@@ -25,6 +26,8 @@ class Reduction : public Layer<Derived, Ragged, Floats2d> {
 public:
     // No dims: the output width is the input width.
     static constexpr bool width_preserving = true;
+    // A plan runs it as a reduce stage (lower.hpp reads Derived::kind, nonempty, why_nonempty).
+    static constexpr lowering::ReduceStage lowered_as{};
 
     struct Backprop {
         const char* name = nullptr;
