@@ -69,27 +69,23 @@ int main(int argc, char** argv) {
         std::iota(order.begin(), order.end(), 0);
         std::iota(dev_order.begin(), dev_order.end(), 0);
         const std::size_t batch = 64, n_lang = langid::languages.size();
+        Progress progress;  // a bar on a terminal, a line per quarter in a log; a line per epoch
         for (int epoch = 1; epoch <= epochs; ++epoch) {
-            const auto t0 = std::chrono::steady_clock::now();
             for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-            double total_loss = 0;
-            bool warned = false;  // the loss stopped being finite (said once an epoch)
+            progress.start_epoch(std::size_t(epoch), (order.size() + batch - 1) / batch);
             for (std::size_t b = 0; b < order.size(); b += batch) {
                 const std::size_t e = std::min(order.size(), b + batch);
                 Floats2d Y({e - b, n_lang});
                 for (std::size_t i = b; i < e; ++i) Y(i - b, train[order[i]].label) = 1.0f;
                 auto [P, backprop] = model.begin_update(batch_of(train, order, b, e));
+                // (by hand: the progress warns when it is not finite, before the loss (tenon-E134)
+                // or the optimizer (E250) refuses)
                 double batch_loss = 0;
                 for (std::size_t i = 0; i < P.size(); ++i)
                     batch_loss -= Y[i] > 0 ? std::log(std::max(P[i], 1e-12f)) : 0.0;
-                total_loss += batch_loss;
-                if (!std::isfinite(batch_loss) && !warned) {  // before the loss (tenon-E134) or the optimizer (E250) refuses
-                    warned = true;
-                    std::fprintf(stderr, "warning: epoch %d, batch %zu: the loss is not finite (%g)\n", epoch,
-                                 b / batch + 1, batch_loss);
-                }
                 backprop(loss.get_grad(P, Y));
                 model.finish_update(opt);
+                progress.step(batch_loss);
             }
             std::size_t correct = 0;
             for (std::size_t b = 0; b < dev.size(); b += 256) {
@@ -102,9 +98,8 @@ int main(int argc, char** argv) {
                     correct += best == dev[b + r].label;
                 }
             }
-            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            std::printf("epoch %d: %.2f s, loss %.3f, dev accuracy %.4f\n", epoch, secs, total_loss / double(train.size()),
-                        double(correct) / double(dev.size()));
+            progress.end_epoch({{"loss", progress.loss() / double(train.size())},
+                                {"dev accuracy", double(correct) / double(dev.size())}});
         }
         model.to_disk(path);
         std::printf("saved %s (%zu bytes)\n", path.c_str(), model.to_bytes().size());

@@ -4,13 +4,10 @@
 #include <tenon/tenon.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <unistd.h>
 
 using namespace tenon;
 
@@ -40,42 +37,27 @@ int main(int argc, char** argv) {
         model.initialize(data.X_train, Y_train);  // nI = 784 and nO = 10 come from the data
         Optimizer opt = Adam(0.001);
         CategoricalCrossentropy loss;
-        const bool tty = isatty(fileno(stderr));
-        bool warned = false;  // the loss stopped being finite (said once)
+        Progress progress;  // a bar on a terminal, a line per quarter in a log; a line per epoch
 
         std::printf("tenon %s: 784-512-512-10 MLP on Fashion-MNIST (%zu train, %zu test), GEMM kernel %s\n",
                     model.name().c_str(), data.X_train.shape(0), data.X_test.shape(0), cpu::gemm_target());
         for (int epoch = 1; epoch <= epochs; ++epoch) {
-            const auto t0 = std::chrono::steady_clock::now();
             auto batches = multibatch(128, data.X_train, Y_train, shuffle);
-            std::size_t done = 0;
-            const std::size_t total = batches.size();
+            progress.start_epoch(std::size_t(epoch), batches.size());
             for (auto [X, Y] : batches) {
                 auto [Yh, backprop] = model.begin_update(X);
-                // The cross-entropy by hand, to warn before the loss refuses NaN guesses (tenon-E134)
-                // or the optimizer a NaN gradient (tenon-E250).
+                // The cross-entropy by hand: the progress warns when it is not finite, before the
+                // loss refuses NaN guesses (tenon-E134) or the optimizer a NaN gradient (tenon-E250).
                 double batch_loss = 0;
                 for (std::size_t i = 0, n = Yh.size(); i < n; ++i)
                     if (Y.data()[i] > 0) batch_loss -= std::log(std::max(Yh.data()[i], 1e-12f));
-                if (!std::isfinite(batch_loss) && !warned) {
-                    warned = true;
-                    std::fprintf(stderr, "%swarning: epoch %d, batch %zu: the loss is not finite (%g)\n", tty ? "\n" : "",
-                                 epoch, done + 1, batch_loss);
-                }
                 // The images' gradient is not needed: params_only skips the product that makes it.
                 backprop.params_only(loss.get_grad(Yh, Y));
                 model.finish_update(opt);
-                ++done;
-                if (tty && (done % 47 == 0 || done == total))  // a bar that redraws itself
-                    std::fprintf(stderr, "\repoch %d [%-20s] %3zu%%", epoch,
-                                 std::string(20 * done / total, '#').c_str(), 100 * done / total);
-                else if (!tty && 4 * done / total != 4 * (done - 1) / total)  // logs: a line per quarter, the last at 100%
-                    std::fprintf(stderr, "epoch %d: %zu%% of %zu batches\n", epoch, 100 * done / total, total);
+                progress.step(batch_loss);
             }
-            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const double acc = accuracy(model.predict(data.X_test), data.y_test);
-            if (tty) std::fprintf(stderr, "\r%60s\r", "");
-            std::printf("epoch %d: %.2f s, test accuracy %.4f\n", epoch, secs, acc);
+            progress.end_epoch({{"test accuracy", acc}});  // "epoch 1: 1.52 s, test accuracy 0.8412"
         }
         return 0;
     } catch (const Error& e) {

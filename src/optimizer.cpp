@@ -67,6 +67,46 @@ void Optimizer::set_learn_rate(double lr) {
     opts_.learn_rate = lr;
 }
 
+Optimizer& Optimizer::schedule(const std::string& option, Schedule sch) {
+    static const std::pair<const char*, double OptimizerOptions::*> fields[] = {
+        {"learn_rate", &OptimizerOptions::learn_rate}, {"L2", &OptimizerOptions::L2},
+        {"beta1", &OptimizerOptions::beta1},           {"b1", &OptimizerOptions::beta1},
+        {"beta2", &OptimizerOptions::beta2},           {"b2", &OptimizerOptions::beta2},
+        {"eps", &OptimizerOptions::eps},               {"grad_clip", &OptimizerOptions::grad_clip}};
+    double OptimizerOptions::*field = nullptr;
+    for (const auto& [name, f] : fields)
+        if (option == name) field = f;
+    if (!field)
+        throw Error("Optimizer::schedule: no option '" + option + "' takes a schedule (" + sch.name() +
+                        "); the options are learn_rate, L2, beta1 (b1), beta2 (b2), eps and grad_clip",
+                    "tenon-E253");
+    Scheduled s{option, field, std::move(sch)};
+    take_next(s);  // the first value, checked before the schedule is kept
+    for (auto& old : schedules_)
+        if (old.field == field) {
+            old = std::move(s);
+            return *this;
+        }
+    schedules_.push_back(std::move(s));
+    return *this;
+}
+
+void Optimizer::take_next(Scheduled& s) {
+    OptimizerOptions o = opts_;
+    const double v = s.schedule.next();
+    o.*s.field = v;
+    try {
+        validate(o);
+    } catch (const Error& e) {
+        throw Error(e.message() + " (the value of " + s.schedule.name() + " for " + s.option + ")", "tenon-E251");
+    }
+    opts_ = o;
+}
+
+void Optimizer::step_schedules() {
+    for (auto& s : schedules_) take_next(s);
+}
+
 void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g,
                        bool zero_grad) {
     const std::size_t n = w.size();

@@ -478,6 +478,78 @@ DynModel Args::model(const Value& v, std::string_view name) const {
     return build(v, path_ + "." + std::string(name));
 }
 
+Schedule Args::schedule(const Value& v, std::string_view name) const {
+    return build_schedule(v, path_ + "." + std::string(name));
+}
+
+// ---- Schedules -----------------------------------------------------------------------------
+std::vector<std::string> schedule_names() {
+    return {"compounding.v1", "constant.v1", "constant_then.v1", "cyclic_triangular.v1", "decaying.v1",
+            "slanted_triangular.v1", "warmup_linear.v1"};
+}
+
+Schedule build_schedule(const Value& v, const std::string& path) {
+    if (v.is_number()) return constant(v.as_number());
+    if (!v.is_section())
+        fail("tenon-E313", where(path) + ": expected a number or a schedule (a section with @schedules), found " +
+                               v.dump());
+    const Value* ref = v.find("@schedules");
+    if (!ref)
+        fail("tenon-E317", where(path) + ": no @schedules reference: which schedule? (compounding.v1, constant.v1, "
+                                         "constant_then.v1, cyclic_triangular.v1, decaying.v1, slanted_triangular.v1, "
+                                         "warmup_linear.v1)");
+    if (!ref->is_string())
+        fail("tenon-E313", where(path, "@schedules") + ": expected a registered name (a string), found " + ref->dump());
+    const std::string& name = ref->as_string();
+    Args a(v.as_section(), path, name);
+    auto make = [&]() -> Schedule {
+        if (name == "constant.v1") return constant(a.get<double>("rate"));
+        if (name == "constant_then.v1") {
+            const double rate = a.get<double>("rate");
+            const auto steps = a.get<std::size_t>("steps");
+            return constant_then(rate, steps, a.get<Schedule>("schedule"));
+        }
+        if (name == "decaying.v1") {
+            const double base = a.get<double>("base_rate"), decay = a.get<double>("decay");
+            return decaying(base, decay, a.get<std::size_t>("t", 0));
+        }
+        if (name == "compounding.v1") {
+            const double start = a.get<double>("start"), stop = a.get<double>("stop");
+            const double compound = a.get<double>("compound");
+            if (a.get<double>("t", 0.0) != 0.0)  // (Thinc's compounding takes t and never reads it)
+                fail("tenon-E314", where(path, "t") + ": compounding.v1 does not use t; leave it out");
+            return compounding(start, stop, compound);
+        }
+        if (name == "slanted_triangular.v1") {
+            const double max_rate = a.get<double>("max_rate");
+            const auto num_steps = a.get<std::size_t>("num_steps");
+            const double cut_frac = a.get<double>("cut_frac", 0.1), ratio = a.get<double>("ratio", 32.0);
+            return slanted_triangular(max_rate, num_steps, cut_frac, ratio, a.get<double>("t", 0.0));
+        }
+        if (name == "warmup_linear.v1") {
+            const double rate = a.get<double>("initial_rate");
+            const auto warmup = a.get<std::size_t>("warmup_steps");
+            return warmup_linear(rate, warmup, a.get<std::size_t>("total_steps"));
+        }
+        if (name == "cyclic_triangular.v1") {
+            const double lo = a.get<double>("min_lr"), hi = a.get<double>("max_lr");
+            return cyclic_triangular(lo, hi, a.get<std::size_t>("period"));
+        }
+        fail("tenon-E310", where(path, "@schedules") + ": no schedule is registered as \"" + name +
+                               "\"; the nearest registered names: " + nearest(name, schedule_names()));
+    };
+    Schedule out = [&] {
+        try {
+            return make();
+        } catch (Error& e) {  // a schedule's own (tenon-E253) gets the config path
+            if (e.message().empty() || e.message()[0] != '[') e.set_message(where(path) + " " + name + ": " + e.message());
+            throw;
+        }
+    }();
+    a.finish();
+    return out;
+}
+
 // ---- Registry ------------------------------------------------------------------------------
 void Registry::add(const std::string& name, Factory factory) {
     if (!factory) fail("tenon-E319", "registry @" + kind_ + ": the factory for " + name + " is empty");

@@ -37,6 +37,7 @@
 #include "tenon/layers/embed.hpp"
 #include "tenon/combinators/uniqued.hpp"
 #include "tenon/optim/optimizer.hpp"
+#include "tenon/util/progress.hpp"
 #include "tenon/loss/categorical_crossentropy.hpp"
 #include "tenon/loss/l2_distance.hpp"
 #include "tenon/data/to_categorical.hpp"

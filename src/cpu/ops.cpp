@@ -339,7 +339,7 @@ public:
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override {
         if (!add && from_ld == w && to_ld == w) {
-            if (rows * w) std::memcpy(to, from, rows * w * sizeof(float));
+            if (rows && w) std::memcpy(to, from, rows * w * sizeof(float));
             return;
         }
         for (std::size_t r = 0; r < rows; ++r, from += from_ld, to += to_ld) {

@@ -207,6 +207,25 @@ def text(tmp):
     rc, out, err = tenon("train", TEXTCAT_CNN, "--output", cnn_dir, "--training.max_epochs", "3", *paths)
     rows = table_rows(out)
     check(rc == 0 and len(rows) == 3 and rows[-1][3] > 0.8, "train textcat_cnn: dev accuracy above 0.8", out + err)
+    # Its [training.batcher] (spaCy's batch_by_words.v1, a compounding size) and its warmup_linear
+    # learning rate: the batches grow, so each epoch takes fewer steps than the one before.
+    per_epoch = [r[1] - (rows[i - 1][1] if i else 0) for i, r in enumerate(rows)]
+    check(len(per_epoch) == 3 and per_epoch[0] > per_epoch[1] > per_epoch[2],
+          "train textcat_cnn: batches by words that grow (fewer steps each epoch)", out)
+    cnn_bad = os.path.join(tmp, "cnn-bad.cfg")
+    with open(TEXTCAT_CNN) as f:
+        cnn_text = f.read()
+    for old, new, ident, also in [
+            ('"compounding.v1"', '"compouding.v1"', "tenon-E310", ["[training.batcher.size] @schedules",
+                                                                    "compounding.v1"]),
+            ("initial_rate = 0.002", "initial_rate = -0.002", "tenon-E251", ["warmup_linear(-0.002, 5, 2000)"]),
+            ("warmup_steps = 5", "warmup_steps = 5\nwarmup = 3", "tenon-E312",
+             ["[training.optimizer.learn_rate] warmup", "did you mean warmup_steps"]),
+            ("labels = null", "labels = null\nbatch_size = 32", "tenon-E321", ["not both"]),
+            ('"spacy.batch_by_words.v1"', '"spacy.batch_by_wrds.v1"', "tenon-E321", ["spacy.batch_by_sequence.v1"])]:
+        with open(cnn_bad, "w") as f:
+            f.write(cnn_text.replace(old, new, 1))
+        fails_with(ident, ["train", cnn_bad, "--output", os.path.join(tmp, "no")] + paths, also=also)
     codegen_round_trip("textcat_cnn", cnn_dir)
     inputs = os.path.join(tmp, "inputs.jsonl")
     with open(inputs, "w") as f:

@@ -16,6 +16,7 @@
 
 #include "cli.hpp"
 #include "tenon/config/registry.hpp"
+#include "tenon/data/batching.hpp"
 #include "tenon/data/to_categorical.hpp"
 #include "tenon/error.hpp"
 #include "tenon/loss/categorical_crossentropy.hpp"
@@ -38,35 +39,51 @@ struct Training {
     std::size_t batch_size = 128;
     std::optional<std::vector<std::string>> labels;
     OptimizerOptions optimizer;
+    // [training.batcher]: spaCy's batch_by_words.v1 / batch_by_sequence.v1, a size that may be
+    // a schedule (it goes on across epochs, as spaCy's).
+    bool by_words = false;
+    std::optional<Schedule> batch_schedule;
+    double tolerance = 0.2;
+    bool discard_oversize = false;
 };
+
+// An optimizer option given as a section is a schedule ([training.optimizer.learn_rate]
+// with @schedules = "warmup_linear.v1", ...): Optimizer::schedule, stepped after each update.
+using Scheduled = std::vector<std::pair<std::string, Schedule>>;
 
 Optimizer make_optimizer(const config::Config& cfg, OptimizerOptions& o) {
     const config::Value* v = cfg.find("training.optimizer");
     if (!v) return Optimizer(o);  // Adam's defaults
+    Scheduled scheduled;
     const std::string where = config::where("training.optimizer");
     if (!v->is_section()) fail("tenon-E327", where + ": expected a section, found " + v->dump());
     const config::Value* ref = v->find("@optimizers");
     if (!ref || !ref->is_string())
         fail("tenon-E327", where + ": an optimizer needs @optimizers = \"Adam.v1\" or \"SGD.v1\"");
     const std::string name = ref->as_string();
-    for (const auto& [k, val] : v->as_section())
-        if (val.is_section())
-            fail("tenon-E327", config::where("training.optimizer", k) +
-                                   ": a schedule or other section is not supported here; give a number");
     config::Args a(v->as_section(), "training.optimizer", name);
+    // A number, or a schedule section (its first value checked when the optimizer is made).
+    auto option = [&](const char* key, double fallback, bool required = false) {
+        const config::Value* val = v->find(key);
+        if (val && val->is_section()) {
+            scheduled.emplace_back(key, a.get<Schedule>(key));
+            return fallback;
+        }
+        return required ? a.get<double>(key) : a.get<double>(key, fallback);
+    };
     if (name == "Adam.v1") {
-        o.learn_rate = a.get<double>("learn_rate", 0.001);
-        o.L2 = a.get<double>("L2", 0.0);
-        o.beta1 = a.get<double>("beta1", 0.9);
-        o.beta2 = a.get<double>("beta2", 0.999);
-        o.eps = a.get<double>("eps", 1e-8);
-        o.grad_clip = a.get<double>("grad_clip", 1.0);
+        o.learn_rate = option("learn_rate", 0.001);
+        o.L2 = option("L2", 0.0);
+        o.beta1 = option("beta1", 0.9);
+        o.beta2 = option("beta2", 0.999);
+        o.eps = option("eps", 1e-8);
+        o.grad_clip = option("grad_clip", 1.0);
         o.L2_is_weight_decay = a.get<bool>("L2_is_weight_decay", true);
         o.use_averages = a.get<bool>("use_averages", true);
     } else if (name == "SGD.v1") {
-        o.learn_rate = a.get<double>("learn_rate");
-        o.L2 = a.get<double>("L2", 0.0);
-        o.grad_clip = a.get<double>("grad_clip", 1.0);
+        o.learn_rate = option("learn_rate", 0.0, true);
+        o.L2 = option("L2", 0.0);
+        o.grad_clip = option("grad_clip", 1.0);
         o.use_averages = a.get<bool>("use_averages", true);
         o.beta1 = 0.0;
         o.beta2 = 0.0;
@@ -76,7 +93,37 @@ Optimizer make_optimizer(const config::Config& cfg, OptimizerOptions& o) {
                                "\"; the optimizers: Adam.v1, SGD.v1");
     }
     a.finish();
-    return Optimizer(o);  // tenon-E251 for an option out of range
+    Optimizer opt(o);  // tenon-E251 for an option out of range
+    for (auto& [key, sch] : scheduled) opt.schedule(key, std::move(sch));
+    return opt;
+}
+
+// [training.batcher] (spaCy's batchers): "spacy.batch_by_words.v1" (size, tolerance,
+// discard_oversize) or "spacy.batch_by_sequence.v1" (size); size a number or a schedule.
+void read_batcher(const config::Value& v, Training& t) {
+    const std::string where = config::where("training.batcher");
+    if (!v.is_section()) fail("tenon-E321", where + ": expected a section, found " + v.dump());
+    const config::Value* ref = v.find("@batchers");
+    if (!ref || !ref->is_string())
+        fail("tenon-E321", where + ": a batcher needs @batchers = \"spacy.batch_by_words.v1\" or "
+                                   "\"spacy.batch_by_sequence.v1\"");
+    const std::string name = ref->as_string();
+    config::Args a(v.as_section(), "training.batcher", name);
+    if (name == "spacy.batch_by_words.v1") {
+        t.by_words = true;
+        t.batch_schedule = a.get<Schedule>("size");
+        t.tolerance = a.get<double>("tolerance", 0.2);
+        t.discard_oversize = a.get<bool>("discard_oversize", false);
+    } else if (name == "spacy.batch_by_sequence.v1") {
+        t.batch_schedule = a.get<Schedule>("size");
+    } else {
+        fail("tenon-E321", config::where("training.batcher", "@batchers") + ": no batcher is registered as \"" +
+                               name + "\"; the batchers: spacy.batch_by_words.v1, spacy.batch_by_sequence.v1");
+    }
+    if (a.get<std::optional<std::string>>("get_length", std::nullopt))  // null: the documents' lengths
+        fail("tenon-E321", config::where("training.batcher", "get_length") +
+                               ": only null (the documents' lengths in tokens) is supported");
+    a.finish();
 }
 
 Training read_training(const config::Config& cfg) {
@@ -84,17 +131,24 @@ Training read_training(const config::Config& cfg) {
     const config::Value* v = cfg.find("training");
     if (!v) return t;
     if (!v->is_section()) fail("tenon-E321", "[training]: expected a section, found " + v->dump());
-    config::Section plain;  // the keys, without the optimizer's subsection (read on its own)
+    config::Section plain;  // the keys, without the optimizer's and batcher's subsections (read on their own)
     for (const auto& kv : v->as_section())
-        if (kv.first != "optimizer") plain.push_back(kv);
+        if (kv.first != "optimizer" && kv.first != "batcher") plain.push_back(kv);
     config::Args a(plain, "training");
     t.seed = a.get<std::uint64_t>("seed", 0);
     t.max_epochs = a.get<std::size_t>("max_epochs", 1);
+    const bool sized = a.has("batch_size");
     t.batch_size = a.get<std::size_t>("batch_size", 128);
     t.labels = a.get<std::optional<std::vector<std::string>>>("labels", std::nullopt);
     a.finish();
     if (t.max_epochs < 1) fail("tenon-E321", config::where("training", "max_epochs") + ": must be >= 1, found 0");
     if (t.batch_size < 1) fail("tenon-E321", config::where("training", "batch_size") + ": must be >= 1, found 0");
+    if (const config::Value* b = v->find("batcher")) {
+        if (sized)
+            fail("tenon-E321", config::where("training", "batch_size") +
+                                   ": give batch_size or [training.batcher], not both");
+        read_batcher(*b, t);
+    }
     if (t.labels && t.labels->empty())
         fail("tenon-E321", config::where("training", "labels") + ": an empty list (leave it out or null to take "
                                                                   "the training data's labels)");
@@ -280,8 +334,37 @@ struct Progress {
     }
 };
 
+// An epoch's batches over the shuffled examples: order[ends[k - 1] .. ends[k]) is batch k.
+// [training] batch_size, or the batcher's (by words: the documents' tokens; a size schedule
+// goes on from where the last epoch left it).
+detail::BatchPlan epoch_batches(Training& t, const Corpus& train, const std::vector<std::size_t>& shuffled) {
+    detail::BatchPlan p;
+    if (!t.batch_schedule) {
+        p.order = shuffled;
+        for (std::size_t b = 0; b < shuffled.size(); b += t.batch_size)
+            p.ends.push_back(std::min(shuffled.size(), b + t.batch_size));
+        return p;
+    }
+    if (t.by_words && !train.text)
+        fail("tenon-E321", config::where("training.batcher", "@batchers") +
+                               ": spacy.batch_by_words.v1 batches documents; " + train.where + " holds images");
+    const BatchSize size(*t.batch_schedule);  // shares the schedule: the next epoch goes on
+    detail::BatchPlan q;
+    if (t.by_words) {
+        std::vector<std::size_t> lengths(shuffled.size());
+        for (std::size_t i = 0; i < shuffled.size(); ++i) lengths[i] = train.docs[shuffled[i]].shape(0);
+        q = detail::plan_by_words(lengths, size, t.tolerance, t.discard_oversize, false);
+    } else {
+        q = detail::plan_batches(shuffled.size(), size, false);
+    }
+    p.ends = std::move(q.ends);
+    p.order.reserve(q.order.size());
+    for (std::size_t i : q.order) p.order.push_back(shuffled[i]);
+    return p;
+}
+
 template <class M>
-int train_loop(M& model, const config::Config& cfg, const Training& t, Optimizer& opt, const Corpus& train,
+int train_loop(M& model, const config::Config& cfg, Training& t, Optimizer& opt, const Corpus& train,
                const Corpus& dev, const std::vector<std::string>& labels, const Options& o) {
     using In = typename M::In;
     const Ints1d y_train = class_ids(train, labels);
@@ -299,23 +382,25 @@ int train_loop(M& model, const config::Config& cfg, const Training& t, Optimizer
                 "-------");
     std::fflush(stdout);
     std::size_t steps = 0;
-    const std::size_t batches = (train.size() + t.batch_size - 1) / t.batch_size;
     for (std::size_t epoch = 1; epoch <= t.max_epochs; ++epoch) {
         const auto t0 = std::chrono::steady_clock::now();
         std::shuffle(order.begin(), order.end(), rng);
+        const detail::BatchPlan plan = epoch_batches(t, train, order);
+        const std::size_t batches = plan.ends.size();
         double epoch_loss = 0;
         std::size_t words = 0;
-        for (std::size_t b = 0, k = 0; b < train.size(); b += t.batch_size, ++k) {
-            const std::size_t e = std::min(train.size(), b + t.batch_size);
-            const In X = gather<In>(train, order, b, e);
+        for (std::size_t k = 0; k < batches; ++k) {
+            const std::size_t b = k ? plan.ends[k - 1] : 0, e = plan.ends[k];
+            const In X = gather<In>(train, plan.order, b, e);
             Ints1d y({e - b}, uninitialized);
-            for (std::size_t i = b; i < e; ++i) y[i - b] = y_train[order[i]];
+            for (std::size_t i = b; i < e; ++i) y[i - b] = y_train[plan.order[i]];
             if constexpr (!std::is_same_v<In, Floats2d>)
                 for (const auto& d : X) words += d.shape(0);
             auto [Yh, backprop] = model.begin_update(X);
             epoch_loss += loss.get_loss(Yh, y);  // tenon-E134 for scores that are not finite
             backprop.params_only(loss.get_grad(Yh, y));
             model.finish_update(opt);  // tenon-E250 for a gradient that is not finite
+            opt.step_schedules();      // the scheduled options' next values (Thinc's order)
             ++steps;
             if ((k + 1) % std::max<std::size_t>(1, batches / 50) == 0 || k + 1 == batches)
                 bar.show(epoch, k + 1, batches, epoch_loss);

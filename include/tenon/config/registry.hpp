@@ -27,6 +27,7 @@
 
 #include "tenon/config/config.hpp"
 #include "tenon/config/dyn_chain.hpp"
+#include "tenon/optim/schedules.hpp"
 
 namespace tenon::config {
 
@@ -127,8 +128,9 @@ public:
     bool has(std::string_view name) const;
 
     // A required argument (E311 when missing). T: bool, an integer type, a floating-point type,
-    // std::string, DynModel (a section with @layers / @architectures), std::optional or
-    // std::vector of these (a list, or for models a section of [name.*.x] children).
+    // std::string, DynModel (a section with @layers / @architectures), Schedule (a number, or
+    // a section with @schedules), std::optional or std::vector of these (a list, or for models
+    // a section of [name.*.x] children).
     template <class T>
     T get(std::string_view name) {
         return convert<T>(require(name), name);
@@ -157,6 +159,8 @@ private:
             return as_bool(v, name);
         } else if constexpr (std::is_same_v<T, DynModel>) {
             return model(v, name);
+        } else if constexpr (std::is_same_v<T, Schedule>) {
+            return schedule(v, name);
         } else if constexpr (std::is_integral_v<T>) {
             return static_cast<T>(as_int(v, name, static_cast<long double>(std::numeric_limits<T>::min()),
                                          static_cast<long double>(std::numeric_limits<T>::max())));
@@ -186,6 +190,7 @@ private:
     std::string as_string(const Value& v, std::string_view name) const;
     const ValueList& as_list(const Value& v, std::string_view name) const;
     DynModel model(const Value& v, std::string_view name) const;
+    Schedule schedule(const Value& v, std::string_view name) const;
 
     const Section* section_;
     std::string path_;
@@ -221,6 +226,15 @@ private:
 // The registries of `@layers = "..."` and `@architectures = "..."`.
 Registry& layers();
 Registry& architectures();
+
+// A schedule (optim/schedules.hpp) from a config value: a number (constant.v1), or a section
+// with `@schedules` and Thinc's arguments: constant.v1 (rate), constant_then.v1 (rate, steps,
+// schedule), decaying.v1 (base_rate, decay, t), compounding.v1 (start, stop, compound),
+// slanted_triangular.v1 (max_rate, num_steps, cut_frac, ratio), warmup_linear.v1
+// (initial_rate, warmup_steps, total_steps), cyclic_triangular.v1 (min_lr, max_lr, period).
+// Errors name the path: E310 (an unknown name, with the nearest), E311 ... E314, E317.
+Schedule build_schedule(const Value& v, const std::string& path);
+std::vector<std::string> schedule_names();
 
 // Builds the model a section describes (its @layers / @architectures reference and its
 // arguments, sub-models first). `path` is the section's dotted path, for messages.

@@ -4,8 +4,14 @@
 // the loop.
 //   for (auto X : minibatch(128, X_train)) ...   (batches are returned by value)
 //   for (auto [X, Y] : multibatch(128, X_train, Y_train, shuffle)) ...
+// Over a list of items (documents: a List<Ints2d>, a std::vector of anything), batches of
+// items, by count (Thinc's minibatch) or by words (spaCy's minibatch_by_words), the size a
+// number or a Schedule drawn once per batch (optim/schedules.hpp):
+//   for (List<Ints2d> docs : minibatch(compounding(4.0, 32.0, 1.001), train_docs, shuffle)) ...
+//   for (List<Ints2d> docs : minibatch_by_words(train_docs, 1000)) ...
 #pragma once
 #include <algorithm>
+#include <concepts>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -14,8 +20,10 @@
 #include <vector>
 
 #include "tenon/model/diagnostics.hpp"
+#include "tenon/optim/schedules.hpp"
 #include "tenon/random.hpp"
 #include "tenon/types/array.hpp"
+#include "tenon/types/list.hpp"
 
 namespace tenon {
 
@@ -105,6 +113,27 @@ inline constexpr bool is_array_v = false;
 template <class T, std::size_t... E>
 inline constexpr bool is_array_v<Array<T, E...>> = true;
 
+// A list of items to batch: a List<A> or a std::vector of anything (not an array).
+template <class C>
+concept item_list = !is_array_v<C> && requires(const C& c, C& m, std::size_t i) {
+    typename C::value_type;
+    { c.size() } -> std::convertible_to<std::size_t>;
+    c[i];
+    m.push_back(c[i]);
+};
+// minibatch(size, items) or minibatch(size, items, shuffle): the batchers of items below.
+template <class S, class... Args>
+inline constexpr bool item_batch_call = [] {
+    if constexpr (sizeof...(Args) == 0 || sizeof...(Args) > 2) {
+        return false;
+    } else {
+        using First = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<Args...>>>;
+        using Last = std::remove_cvref_t<std::tuple_element_t<sizeof...(Args) - 1, std::tuple<Args...>>>;
+        return item_list<First> && (sizeof...(Args) == 1 || std::is_same_v<Last, Shuffle>) &&
+               (std::is_convertible_v<const S&, std::size_t> || std::is_same_v<std::remove_cvref_t<S>, Schedule>);
+    }
+}();
+
 // The arguments of minibatch/multibatch: the batch size, arrays, optionally `shuffle`. `bad`
 // is the position of the first argument that does not fit (the size is 0), or batch_ok.
 inline constexpr std::size_t batch_ok = static_cast<std::size_t>(-1);
@@ -178,12 +207,135 @@ auto multibatch(const S&, const Args&...) {
     return check::never<typename A::meant_type>();
 }
 template <class S, class... Args>
-    requires(sizeof...(Args) <= 2 && detail::batch_args<S, Args...>::bad != detail::batch_ok)
+    requires(sizeof...(Args) <= 2 && detail::batch_args<S, Args...>::bad != detail::batch_ok &&
+             !detail::item_batch_call<S, Args...>)
 auto minibatch(const S&, const Args&...) {
     using A = detail::batch_args<S, Args...>;
     static_assert(sizeof(check::batch_argument<check::argument<A::bad>,
                                                check::given_type<check::name_t<typename A::bad_type>>>) > 0);
     return check::never<typename A::meant_type>();
+}
+
+// ---- Batches of items (documents) ------------------------------------------------------------
+
+// A batch size: a number, or a Schedule whose next value (truncated, as Thinc's int(size)) is
+// each batch's size. A schedule passed as a variable is drawn from where it is, so the next
+// epoch's batches go on with it (as a Thinc generator given to a batcher); a temporary one
+// is the batcher's own.
+class BatchSize {
+public:
+    template <std::integral I>
+    BatchSize(I n) : n_(n < 0 ? 0 : static_cast<std::size_t>(n)) {}  // NOLINT: minibatch(32, docs)
+    BatchSize(Schedule& s) : shared_(&s) {}                                  // NOLINT
+    BatchSize(Schedule&& s) : own_(std::move(s)), owned_(true) {}            // NOLINT
+    // The next batch's size (a schedule's value below 1 or not finite is tenon-E135, naming `who`).
+    std::size_t next(const char* who);
+    // The value as a number (by words: a schedule's value is not truncated).
+    double next_value(const char* who);
+
+private:
+    std::size_t n_ = 0;
+    Schedule* shared_ = nullptr;
+    Schedule own_{"", nullptr};
+    bool owned_ = false;
+};
+
+namespace detail {
+// The items of every batch, in order: batch b is order[ends[b - 1] .. ends[b]).
+struct BatchPlan {
+    std::vector<std::size_t> order;
+    std::vector<std::size_t> ends;
+};
+// n items in batches of size.next() each (Thinc's ops.minibatch: every size drawn before
+// the first batch; the last batch may be short), shuffled first when asked (global_rng()).
+BatchPlan plan_batches(std::size_t n, BatchSize size, bool shuffled);
+// spaCy's minibatch_by_words over the items' lengths (in order, or shuffled first): batches
+// of about size words, up to (1 + tolerance) * size with the items that overflow carried
+// into the next batch; an item longer than that alone is a batch by itself, or left out
+// when discard_oversize.
+BatchPlan plan_by_words(const std::vector<std::size_t>& lengths, BatchSize size, double tolerance,
+                        bool discard_oversize, bool shuffled);
+// An item's length in words: an array's rows, else its size().
+template <class T>
+std::size_t item_length(const T& item) {
+    if constexpr (requires { item.shape(0); }) return item.shape(0);
+    else return static_cast<std::size_t>(item.size());
+}
+}  // namespace detail
+
+// The batches of a list of items: each a list of the same type holding copies of its items
+// (made when the loop reaches it). The items must outlive the loop. size() is the number of
+// batches; indices(b) the items of batch b.
+template <class C>
+class ItemBatches {
+public:
+    ItemBatches(const C& items, detail::BatchPlan plan) : items_(&items), plan_(std::move(plan)) {}
+    std::size_t size() const noexcept { return plan_.ends.size(); }
+    std::pair<const std::size_t*, std::size_t> indices(std::size_t b) const {
+        const std::size_t lo = b ? plan_.ends[b - 1] : 0;
+        return {plan_.order.data() + lo, plan_.ends[b] - lo};
+    }
+    C operator[](std::size_t b) const {
+        const auto [idx, n] = indices(b);
+        C out;
+        out.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) out.push_back((*items_)[idx[i]]);
+        return out;
+    }
+
+    class iterator {
+    public:
+        iterator(const ItemBatches* b, std::size_t i) : b_(b), i_(i) {}
+        C operator*() const { return (*b_)[i_]; }
+        iterator& operator++() {
+            ++i_;
+            return *this;
+        }
+        bool operator==(const iterator& o) const { return i_ == o.i_; }
+        bool operator!=(const iterator& o) const { return i_ != o.i_; }
+
+    private:
+        const ItemBatches* b_;
+        std::size_t i_;
+    };
+    iterator begin() const { return iterator(this, 0); }
+    iterator end() const { return iterator(this, size()); }
+
+private:
+    const C* items_;
+    detail::BatchPlan plan_;
+};
+
+// Thinc's minibatch over items: batches of `size` items (a Schedule: a size per batch).
+template <detail::item_list C>
+ItemBatches<C> minibatch(BatchSize size, const C& items) {
+    return {items, detail::plan_batches(items.size(), std::move(size), false)};
+}
+template <detail::item_list C>
+ItemBatches<C> minibatch(BatchSize size, const C& items, Shuffle) {
+    return {items, detail::plan_batches(items.size(), std::move(size), true)};
+}
+
+// spaCy's minibatch_by_words: batches of about `size` words (an item's length: an array's
+// rows, or get_length(item)), `tolerance` the fraction a batch may exceed it by.
+template <detail::item_list C, class F>
+ItemBatches<C> minibatch_by_words(const C& items, BatchSize size, double tolerance, bool discard_oversize,
+                                  F&& get_length, bool shuffled = false) {
+    std::vector<std::size_t> lengths(items.size());
+    for (std::size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<std::size_t>(get_length(items[i]));
+    return {items, detail::plan_by_words(lengths, std::move(size), tolerance, discard_oversize, shuffled)};
+}
+template <detail::item_list C>
+ItemBatches<C> minibatch_by_words(const C& items, BatchSize size, double tolerance = 0.2,
+                                  bool discard_oversize = false) {
+    return minibatch_by_words(items, std::move(size), tolerance, discard_oversize,
+                              [](const typename C::value_type& x) { return detail::item_length(x); });
+}
+template <detail::item_list C>
+ItemBatches<C> minibatch_by_words(const C& items, BatchSize size, Shuffle, double tolerance = 0.2,
+                                  bool discard_oversize = false) {
+    return minibatch_by_words(items, std::move(size), tolerance, discard_oversize,
+                              [](const typename C::value_type& x) { return detail::item_length(x); }, true);
 }
 
 }  // namespace tenon

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tenon/model/use_params.hpp"
+#include "tenon/optim/schedules.hpp"
 #include "tenon/types/array.hpp"
 
 namespace tenon {
@@ -72,6 +73,14 @@ public:
     // Throws tenon-E251 for a learning rate that is NaN, inf or negative.
     void set_learn_rate(double lr);
     const OptimizerOptions& options() const noexcept { return opts_; }
+    // Thinc's schedules for an option: "learn_rate", "L2", "beta1" (Thinc's "b1"), "beta2"
+    // ("b2"), "eps" or "grad_clip" takes the schedule's first value now and its next one at
+    // each step_schedules() (Thinc's optimizer.step_schedules(), once per training step, after
+    // finish_update). A value out of the option's range is tenon-E251 naming the schedule; an
+    // unknown option tenon-E253. A second schedule for an option replaces the first. An
+    // optimizer's file (optimizer_to_bytes) keeps the options' values, not the schedules.
+    Optimizer& schedule(const std::string& option, Schedule s);
+    void step_schedules();
     // Steps skipped for a NaN or inf gradient (NonFinite::skip).
     std::size_t skipped_steps() const noexcept { return skipped_; }
     // The moving average of a parameter, or nullptr before its first update.
@@ -87,7 +96,15 @@ private:
     // The passes run on the parameter's backend (its node's ops(); update(): the CPU's).
     void step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, bool zero_grad, double sum_squares);
 
+    struct Scheduled {
+        std::string option;
+        double OptimizerOptions::*field;
+        Schedule schedule;
+    };
+    void take_next(Scheduled& s);
+
     OptimizerOptions opts_;
+    std::vector<Scheduled> schedules_;
     std::map<std::pair<std::uint64_t, std::string>, State> state_;
     std::size_t skipped_ = 0;
     // The step in progress (finish_update): each parameter's sum of squared gradients, in
@@ -106,6 +123,12 @@ inline Optimizer Adam(double learn_rate = 0.001) {
     return Optimizer(o);
 }
 inline Optimizer Adam(OptimizerOptions o) { return Optimizer(o); }
+// Adam with a learning-rate schedule: Adam(warmup_linear(0.001, 250, 10000)).
+inline Optimizer Adam(Schedule learn_rate) {
+    Optimizer o{OptimizerOptions{}};
+    o.schedule("learn_rate", std::move(learn_rate));
+    return o;
+}
 
 // Thinc's SGD: plain gradient descent (beta1 = beta2 = 0), grad_clip 1.0, averages kept.
 inline Optimizer SGD(double learn_rate, double L2 = 0.0, double grad_clip = 1.0, bool use_averages = true) {
@@ -117,6 +140,11 @@ inline Optimizer SGD(double learn_rate, double L2 = 0.0, double grad_clip = 1.0,
     o.grad_clip = grad_clip;
     o.use_averages = use_averages;
     return Optimizer(o);
+}
+inline Optimizer SGD(Schedule learn_rate, double L2 = 0.0, double grad_clip = 1.0, bool use_averages = true) {
+    Optimizer o = SGD(0.0, L2, grad_clip, use_averages);
+    o.schedule("learn_rate", std::move(learn_rate));
+    return o;
 }
 
 // Swaps the optimizer's moving averages into a model for as long as it lives (Thinc's

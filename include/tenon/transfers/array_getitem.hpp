@@ -288,7 +288,10 @@ inline std::string getitem_text(const std::vector<GetitemEntry>& index) {
             s += std::to_string(e.at_);
         } else if (e.kind == GetitemEntry::slice) {
             s += opt(e.slice_.start) + ":" + opt(e.slice_.stop);
-            if (e.slice_.step != 1) s += ":" + std::to_string(e.slice_.step);
+            if (e.slice_.step != 1) {  // (two appends: GCC 12 warns -Wrestrict on ":" + to_string(...))
+                s += ":";
+                s += std::to_string(e.slice_.step);
+            }
         } else {
             s += "[";
             for (std::size_t k = 0; k < e.ids->size(); ++k) s += (k ? ", " : "") + std::to_string((*e.ids)[k]);
