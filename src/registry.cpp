@@ -26,6 +26,7 @@
 #include "tenon/layers/sigmoid_activation.hpp"
 #include "tenon/layers/sigmoid.hpp"
 #include "tenon/layers/softmax.hpp"
+#include "tenon/layers/multisoftmax.hpp"
 #include "tenon/model/widths.hpp"
 #include "tenon/reduce/reduce_max.hpp"
 #include "tenon/reduce/reduce_mean.hpp"
@@ -861,6 +862,17 @@ void register_layers(Registry& r) {
               o.normalize_outputs = a.get<bool>("normalize_outputs", true);
               o.temperature = a.get<double>("temperature", 1.0);
               return DynModel(Softmax<>(o)).with_code(softmax_code(o));
+          }));
+    r.add("MultiSoftmax.v1", Factory([](Args& a) {
+              const auto nOs = a.get<std::vector<std::size_t>>("nOs");
+              const std::size_t nI = a.dim("nI");
+              std::string groups;
+              for (std::size_t n : nOs) {
+                  if (!groups.empty()) groups += ", ";
+                  groups += std::to_string(n);
+              }
+              return DynModel(MultiSoftmax<>(nOs, nI))
+                  .with_code("MultiSoftmax" + widths({nI}) + "({" + groups + "})");
           }));
     r.add("LayerNorm.v1", Factory([](Args& a) {
               const std::size_t nI = a.dim("nI");

@@ -41,6 +41,7 @@ try:
         Linear,
         Maxout,
         Mish,
+        MultiSoftmax,
         Relu,
         SGD,
         Sigmoid,
@@ -195,6 +196,34 @@ def case_softmax():
     # Thinc's Softmax backprop treats dY as the gradient w.r.t. the logits
     # (no softmax Jacobian), see thinc/layers/softmax.py forward/backprop.
     return dense_case("softmax", Softmax(nO=7, nI=5), 5, 7, seed=106)
+
+
+def group_softmax(Y, nOs):
+    out = numpy.array(Y, dtype="f", copy=True)
+    i = 0
+    for n in nOs:
+        block = out[:, i : i + n]
+        e = numpy.exp(block - block.max(axis=1, keepdims=True))
+        out[:, i : i + n] = e / e.sum(axis=1, keepdims=True)
+        i += n
+    return out
+
+
+def case_multisoftmax():
+    # Two softmaxes side by side (3 and 4 columns); backprop takes dY as the logits' gradient.
+    # Thinc 8.1's MultiSoftmax never applies its softmaxes: it calls
+    # ops.softmax(Y[:, i:i+n], inplace=True), and NumpyOps.softmax ignores `inplace` and
+    # returns a new array that the layer drops, so Y is the raw logits X W^T + b. tenon does
+    # what the layer documents (a softmax over each group): the expected outputs here are
+    # Thinc's logits with each group's softmax applied (its dX and gradients do not depend on
+    # it: backprop takes dY as the logits' gradient).
+    nOs = (3, 4)
+    case = dense_case("multisoftmax", MultiSoftmax(nOs=nOs, nI=5), 5, 7, seed=107)
+    fixed = []
+    for key, arr in case.arrays:
+        fixed.append((key, group_softmax(arr, nOs) if key in ("Y", "Ypred") else arr))
+    case.arrays = fixed
+    return case
 
 
 def case_softmax_temperature():
@@ -458,6 +487,7 @@ CASES = [
     ("sigmoid", case_sigmoid),
     ("sigmoid_activation", case_sigmoid_activation),
     ("softmax", case_softmax),
+    ("multisoftmax", case_multisoftmax),
     ("softmax_temperature", case_softmax_temperature),
     ("mish", case_mish),
     ("mish_normalize", case_mish_normalize),

@@ -57,6 +57,9 @@ TEST_CASE("oracle: sigmoid_activation", "[oracle]") {
     run_layer_case(sigmoid_activation(), "sigmoid_activation", {});
 }
 TEST_CASE("oracle: Softmax", "[oracle]") { run_layer_case(Softmax<7>(), "softmax", {"W", "b"}); }
+TEST_CASE("oracle: MultiSoftmax", "[oracle]") {
+    run_layer_case(MultiSoftmax<>({3, 4}), "multisoftmax", {"W", "b"});
+}
 TEST_CASE("oracle: Softmax temperature", "[oracle]") {
     Case c("softmax_temperature");
     run_layer_case(Softmax<7>({.temperature = c.scalar("temperature")}), "softmax_temperature", {"W", "b"});

@@ -751,3 +751,41 @@ nO = 4
     CHECK(grads_dfs(part) == grads_dfs(full));
     CHECK(!grads_dfs(full).empty());
 }
+
+TEST_CASE("config: MultiSoftmax.v1 and @schedules", "[config]") {
+    const Config c = Config::from_str(R"(
+[model]
+@layers = "chain.v1"
+
+[model.*.hidden]
+@layers = "Relu.v1"
+nO = 6
+
+[model.*.heads]
+@layers = "MultiSoftmax.v1"
+nOs = [2, 3]
+
+[lr]
+@schedules = "warmup_linear.v1"
+initial_rate = 0.01
+warmup_steps = 2
+total_steps = 4
+)");
+    auto model = build_model<Floats2d, Floats2d>(c);
+    const Floats2d X = testing::random_array(3, 4, 5);
+    model.initialize(X);
+    CHECK(model.predict(X).shape(1) == 5);
+    CHECK_THAT(codegen(c), Contains("MultiSoftmax<>({2, 3})"));
+    Schedule s = build_schedule(c.at("lr"), "lr");
+    CHECK(s.next() == 0.0);
+    CHECK(s.next() == 0.005);
+    CHECK(s.next() == 0.01);
+    CHECK_THROWS_WITH(build_schedule(Config::from_str("[lr]\n@schedules = \"warmup_lineal.v1\"").at("lr"), "lr"),
+                      Contains("tenon-E310") && Contains("warmup_linear.v1"));
+    CHECK_THROWS_WITH(build_schedule(Config::from_str("[lr]\n@schedules = \"cyclic_triangular.v1\"\nmin_lr = 0.1\n"
+                                                      "max_lr = 0.2\nperiod = 0")
+                                         .at("lr"),
+                                     "lr"),
+                      Contains("tenon-E253") && Contains("[lr]"));
+    CHECK(build_schedule(Value(0.5), "x").next() == 0.5);  // a number: constant.v1
+}

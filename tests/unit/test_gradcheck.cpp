@@ -62,6 +62,29 @@ Objective softmax_jacobian_objective(const Floats2d& Y) {
     return lin;
 }
 
+// The same for MultiSoftmax: a softmax over each group of columns, so each group's Jacobian.
+ObjectiveFor group_softmax_jacobian_objective(std::vector<std::size_t> groups) {
+    return [groups](const Floats2d& Y) {
+        Objective lin = linear_objective(Y);
+        Floats2d G = lin.grad(Y);
+        lin.grad = [G, groups](const Floats2d& P) {
+            Floats2d d(P.shape(), uninitialized);
+            for (std::size_t r = 0; r < P.shape(0); ++r) {
+                std::size_t c0 = 0;
+                for (std::size_t n : groups) {
+                    double pg = 0;
+                    for (std::size_t c = c0; c < c0 + n; ++c) pg += double(P(r, c)) * G(r, c);
+                    for (std::size_t c = c0; c < c0 + n; ++c)
+                        d(r, c) = static_cast<float>(double(P(r, c)) * (double(G(r, c)) - pg));
+                    c0 += n;
+                }
+            }
+            return d;
+        };
+        return lin;
+    };
+}
+
 // The cross-entropy of P against integer labels; its get_grad is the logits' gradient.
 Objective crossentropy_objective(const Floats2d& Y) {
     Ints1d labels({Y.shape(0)});
@@ -321,6 +344,8 @@ const std::vector<Case>& cases() {
         {"Softmax with its Jacobian", [] { run_check(Softmax<3>(), random_array(4, 5, 8), softmax_jacobian_objective); }},
         {"Softmax temperature 2 with its Jacobian",
          [] { run_check(Softmax<3>({.temperature = 2.0}), random_array(4, 5, 9), softmax_jacobian_objective); }},
+        {"MultiSoftmax (2 and 3 columns) with each group's Jacobian",
+         [] { run_check(MultiSoftmax<>({2, 3}), random_array(4, 5, 11), group_softmax_jacobian_objective({2, 3})); }},
         {"Softmax + CategoricalCrossentropy",
          [] { run_check(Softmax<4>(), random_array(5, 5, 10), crossentropy_objective); }},
         {"Mish", [] { run_check(Mish<4>(), random_array(4, 5, 11, -2.0, 2.0)); }},

@@ -414,3 +414,47 @@ TEST_CASE("layers: predict may run on several threads at once", "[layers]") {
     for (auto& th : threads) th.join();
     for (int v : ok) CHECK(v == 1);
 }
+
+TEST_CASE("layers: MultiSoftmax gives a distribution per group; bad groups, widths and files are named", "[layers]") {
+    const Floats2d X = random_array(4, 5, 61);
+    MultiSoftmax<> m({2, 3});
+    m.initialize(X);
+    CHECK(m.get_dim("nO") == 5);
+    for (float w : m.get_param("W")) CHECK(w == 0.0f);  // zeros, as Thinc's
+    randomize(m, 62);
+    const Floats2d P = m.predict(X);
+    REQUIRE(P.shape(1) == 5);
+    for (std::size_t r = 0; r < 4; ++r) {
+        CHECK(std::abs(P(r, 0) + P(r, 1) - 1.0f) < 1e-6f);
+        CHECK(std::abs(P(r, 2) + P(r, 3) + P(r, 4) - 1.0f) < 1e-6f);
+    }
+    CHECK_THROWS_WITH(MultiSoftmax<>({}), Contains("tenon-E197"));
+    CHECK_THROWS_WITH(MultiSoftmax<>({2, 0}), Contains("tenon-E197") && Contains("group 1"));
+    MultiSoftmax<> wide({2, 3});
+    CHECK_THROWS_WITH(wide.initialize(X, random_array(4, 6, 1)), Contains("multisoftmax"));
+    // The groups are the architecture: a file of other groups is another model.
+    MultiSoftmax<> same({2, 3}), other({3, 2});
+    same.from_bytes(m.to_bytes());
+    CHECK(same.predict(X)[7] == P[7]);
+    CHECK_THROWS_WITH(other.from_bytes(m.to_bytes()), Contains("tenon-E207") && Contains("nOs"));
+    // In a chain (a plan's layer stage): the same as its layers, training too.
+    auto a = Relu<6>() >> MultiSoftmax<>({2, 3});
+    a.initialize(X);
+    randomize(a, 63);
+    auto b = a;
+    const Floats2d dY = random_array(4, 5, 64);
+    auto [Ya, bpa] = a.begin_update(X);
+    const Floats2d dXa = bpa(dY);
+    REQUIRE(a.uses_plan());
+    Floats2d Yb, dXb;
+    {
+        const LayersOnly layers;
+        auto [y, bpb] = b.begin_update(X);
+        dXb = bpb(dY);
+        Yb = std::move(y);
+    }
+    bool same_bits = Ya.size() == Yb.size() && dXa.size() == dXb.size();
+    for (std::size_t i = 0; same_bits && i < Ya.size(); ++i) same_bits = Ya[i] == Yb[i];
+    for (std::size_t i = 0; same_bits && i < dXa.size(); ++i) same_bits = dXa[i] == dXb[i];
+    CHECK(same_bits);
+}
