@@ -33,6 +33,13 @@ void throw_width(std::string_view layer, std::string_view what, std::size_t expe
                          " but found " + dim_str(found),
                      id);
 }
+void check_nonempty_sequences(std::string_view layer, const std::int32_t* lengths, std::size_t n, const char* why) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (lengths[i] == 0)
+            throw ShapeError(std::string(layer) + ": sequence " + std::to_string(i) +
+                                 " has length 0, but every sequence needs at least one row (" + why + ")",
+                             "tenon-E190");
+}
 void throw_zero_width(const Node& layer, const char* what, std::size_t rows, std::size_t nI) {
     throw ShapeError(layer.name() + ": " + what + ": an input of width 0 (" + std::to_string(rows) +
                          " rows, no columns): expected width " + dim_str(nI),

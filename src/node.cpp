@@ -307,9 +307,8 @@ CParamView Node::get_grad(std::string_view n) const {
 bool Node::has_grad(std::string_view n) const noexcept { return has_param(n); }
 ParamView Node::get_grad_for_overwrite(std::string_view n, bool& zero) {
     Param& p = require_param(n);
-    zero = p.grad_lazy_zero;
-    p.grad_lazy_zero = false;
-    return view_of<ParamView>(p, true);  // not cleared: the caller writes every value
+    grad_for_overwrite_data(static_cast<std::size_t>(&p - params_.data()), zero);
+    return view_of<ParamView>(p, true);
 }
 
 namespace {

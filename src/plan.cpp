@@ -29,22 +29,17 @@ struct ParamAccess {
             if (n.attrs_[i].first == name) return i;
         return npos;
     }
-    // Parameter i's value (named `name`): the node's own error where it is not allocated.
+    // Parameter i (named `name`) through the node's own typed access; by name (with the
+    // node's own error) where it is not allocated.
+    static bool ok(const Node& n, std::size_t i) { return i < n.params_.size() && n.params_[i].allocated; }
     static const float* value(const Node& n, std::size_t i, const char* name) {
-        if (i >= n.params_.size() || !n.params_[i].allocated) return n.get_param(name).data;
-        return n.params_[i].value.data();
+        return ok(n, i) ? n.param(i).value.data() : n.get_param(name).data;
     }
     static float* grad(Node& n, std::size_t i, const char* name) {
-        if (i >= n.params_.size() || !n.params_[i].allocated) return n.get_grad(name).data;
-        Node::settle_grad(n.params_[i]);
-        return n.params_[i].grad.data();
+        return ok(n, i) ? n.grad_data(i) : n.get_grad(name).data;
     }
     static float* grad_for_overwrite(Node& n, std::size_t i, const char* name, bool& zero) {
-        if (i >= n.params_.size() || !n.params_[i].allocated) return n.get_grad_for_overwrite(name, zero).data;
-        Node::Param& p = n.params_[i];
-        zero = p.grad_lazy_zero;
-        p.grad_lazy_zero = false;
-        return p.grad.data();
+        return ok(n, i) ? n.grad_for_overwrite_data(i, zero) : n.get_grad_for_overwrite(name, zero).data;
     }
     // Attribute i as a T where it is still the one named `name` and holds a T, else by name
     // (with the node's own errors).
@@ -152,7 +147,7 @@ void seq_forward(const Stage& s, const Ctx& c) {
             const auto* ids = reinterpret_cast<const std::int32_t*>(c.act(s.in));
             auto* keys = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
             s.table_keys(s.layer, ids, rows, c.in_cols, keys);
-            ops.gather_add_rows(s.layer->get_param("E").data, n, keys, rows, s.per, out);
+            ops.gather_add_rows(ParamAccess::value(*s.layer, s.iW, "E"), n, keys, rows, s.per, out);
             if (c.train) {
                 // The layer's column mask, drawn where the layer draws it (tables run in model order).
                 const Floats1d m = detail::column_dropout_mask(*s.layer, n, true);
@@ -200,13 +195,7 @@ void seq_forward(const Stage& s, const Ctx& c) {
             break;
         }
         case Prim::reduce: {  // rows: one per sequence; the input: the sequences' rows
-            if (s.why)
-                for (std::size_t i = 0; i < c.nseg; ++i)
-                    if (c.lengths[i] == 0)
-                        throw ShapeError(s.name + ": sequence " + std::to_string(i) +
-                                             " has length 0, but every sequence needs at least one row (" + s.why +
-                                             ")",
-                                         "tenon-E190");
+            if (s.why) detail::check_nonempty_sequences(s.name, c.lengths, c.nseg, s.why);
             ops.zero(out, rows * n);
             auto* which = c.train && s.which != npos ? reinterpret_cast<std::int32_t*>(c.buf(s.which)) : nullptr;
             if (c.nseg) ops.segment_reduce(s.red, c.act(s.in), c.lengths, c.nseg, n, out, which);
@@ -223,7 +212,7 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
     switch (s.prim) {
         case Prim::table: {
             const float* keep = c.buf(s.mask);
-            ops.scatter_add_rows(s.layer->get_grad("E").data, n, reinterpret_cast<const std::uint32_t*>(c.buf(s.keys)),
+            ops.scatter_add_rows(ParamAccess::grad(*s.layer, s.iW, "E"), n, reinterpret_cast<const std::uint32_t*>(c.buf(s.keys)),
                                  rows, s.per, d, keep[0] != 0.0f ? keep + 1 : nullptr);
             break;
         }
@@ -426,6 +415,7 @@ void finalize(PlanData& p) {
         if (s.prim == Prim::reduce && s.red == Reduce::max)
             s.which = p.add_buffer(tag + s.name + " row of each maximum (int32)", n, 0, false, sp);
         if (s.prim == Prim::table) {
+            s.iW = ParamAccess::param_index(*s.layer, "E");  // the table
             // The keys are needed by the forward pass too (predict); the mask only in training.
             s.keys = p.add_buffer(tag + s.name + " keys (uint32)", s.per, 0, true, sp);
             s.mask = p.add_buffer(tag + s.name + " column dropout mask", 0, n + 1, false, sp);

@@ -2,6 +2,7 @@
 // the expected and found values; `id()` is the diagnostic id (docs/lifecycle.md lists them).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -59,6 +60,9 @@ namespace detail {
 std::string dim_str(std::size_t v);  // "dyn" or the number
 [[noreturn]] void throw_width(std::string_view layer, std::string_view what, std::size_t expected,
                               std::size_t found, const char* id = "tenon-E101");
+// tenon-E190 for the first of n sequences (given by their lengths) that has no row, where a
+// reduction needs one (`why`): reduce_first/last/max's check, in the layer and in a plan.
+void check_nonempty_sequences(std::string_view layer, const std::int32_t* lengths, std::size_t n, const char* why);
 // A layer's input or gradient of the wrong shape (tenon-E260, E111), sample rows that differ
 // (E115): out of line, so that no layer type compiles the message.
 [[noreturn]] void throw_zero_width(const Node& layer, const char* what, std::size_t rows, std::size_t nI);

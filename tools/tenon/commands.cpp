@@ -338,17 +338,11 @@ struct Progress {
 // [training] batch_size, or the batcher's (by words: the documents' tokens; a size schedule
 // goes on from where the last epoch left it).
 detail::BatchPlan epoch_batches(Training& t, const Corpus& train, const std::vector<std::size_t>& shuffled) {
-    detail::BatchPlan p;
-    if (!t.batch_schedule) {
-        p.order = shuffled;
-        for (std::size_t b = 0; b < shuffled.size(); b += t.batch_size)
-            p.ends.push_back(std::min(shuffled.size(), b + t.batch_size));
-        return p;
-    }
     if (t.by_words && !train.text)
         fail("tenon-E321", config::where("training.batcher", "@batchers") +
                                ": spacy.batch_by_words.v1 batches documents; " + train.where + " holds images");
-    const BatchSize size(*t.batch_schedule);  // shares the schedule: the next epoch goes on
+    // (A schedule is shared, not copied: the next epoch goes on with it.)
+    const BatchSize size = t.batch_schedule ? BatchSize(*t.batch_schedule) : BatchSize(t.batch_size);
     detail::BatchPlan q;
     if (t.by_words) {
         std::vector<std::size_t> lengths(shuffled.size());
@@ -357,6 +351,7 @@ detail::BatchPlan epoch_batches(Training& t, const Corpus& train, const std::vec
     } else {
         q = detail::plan_batches(shuffled.size(), size, false);
     }
+    detail::BatchPlan p;  // the batches' items as examples of the corpus
     p.ends = std::move(q.ends);
     p.order.reserve(q.order.size());
     for (std::size_t i : q.order) p.order.push_back(shuffled[i]);

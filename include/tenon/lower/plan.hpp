@@ -86,9 +86,9 @@ struct Stage {
     std::size_t in = 0, out = 0;       // boundaries
     std::size_t nI = 0, nO = 0, nP = 1;
     Activation act = Activation::identity;  // a dense stage's (backend/functors.hpp)
-    // A dense / maxout stage's parameters W and b by index in the layer's node, and a
-    // softmax's attributes by index (checked by name at each call: a set_attr may add some):
-    // looked up once when the plan is made, not by name at every call (finalize).
+    // A dense / maxout stage's parameters W and b (a table's E in iW) by index in the layer's
+    // node, and a softmax's attributes by index (checked by name at each call: a set_attr may
+    // add some): looked up once when the plan is made, not by name at every call (finalize).
     std::size_t iW = npos, ib = npos, itemp = npos, inorm = npos;
     bool softmax = false;                   // then a softmax over the row (Softmax's)
     bool act_needs_y = false, act_needs_z = false;

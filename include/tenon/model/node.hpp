@@ -315,6 +315,12 @@ protected:
         settle_grad(params_[i]);
         return params_[i].grad.data();
     }
+    // Parameter i's gradient for a caller that writes every value (get_grad_for_overwrite).
+    float* grad_for_overwrite_data(std::size_t i, bool& zero) noexcept {
+        zero = params_[i].grad_lazy_zero;
+        params_[i].grad_lazy_zero = false;
+        return params_[i].grad.data();  // not cleared: the caller writes every value
+    }
     static void settle_grad(Param& p) noexcept;
     void allocate_param(std::size_t i, std::vector<std::size_t> shape);
     bool initialized() const noexcept { return initialized_; }

@@ -60,12 +60,7 @@ protected:
     Floats2d run(const Ragged& X, Ints2d* which) const {
         const std::size_t B = X.size(), n = X.data().shape(1);
         if constexpr (Derived::nonempty)
-            for (std::size_t i = 0; i < B; ++i)
-                if (X.lengths()[i] == 0)
-                    throw ShapeError(this->name() + ": sequence " + std::to_string(i) +
-                                         " has length 0, but every sequence needs at least one row (" +
-                                         Derived::why_nonempty + ")",
-                                     "tenon-E190");
+            detail::check_nonempty_sequences(this->name(), X.lengths().data(), B, Derived::why_nonempty);
         Floats2d Y({B, n});
         if (which) *which = Ints2d({B, n});
         if (B)
