@@ -20,6 +20,7 @@
 #include "tenon/layers/hashembed.hpp"
 #include "tenon/layers/layernorm.hpp"
 #include "tenon/layers/linear.hpp"
+#include "tenon/layers/lstm.hpp"
 #include "tenon/layers/maxout.hpp"
 #include "tenon/layers/mish.hpp"
 #include "tenon/layers/relu.hpp"
@@ -34,6 +35,7 @@
 #include "tenon/transfers/list2ragged.hpp"
 #include "tenon/transfers/ragged2list.hpp"
 #include "tenon/transfers/with_array.hpp"
+#include "tenon/transfers/with_padded.hpp"
 
 namespace tenon {
 namespace config {
@@ -252,17 +254,23 @@ DynModel DynModel::chain(std::vector<DynModel> parts, const std::string& path) {
         }
         // Each form so far goes on with the form of p that takes what it outputs (a form of p
         // used twice is copied: the models are not initialised yet, so a copy is cheap).
+        // (Which form each goes on with is found first: a form is moved at its last use only.)
         std::vector<detail::Steps> next;
-        std::vector<bool> used(p.alts_.size(), false);
-        for (auto& c : cur)
+        std::vector<std::size_t> match(cur.size(), p.alts_.size()), uses(p.alts_.size(), 0);
+        for (std::size_t j = 0; j < cur.size(); ++j)
             for (std::size_t k = 0; k < p.alts_.size(); ++k)
-                if (p.alts_[k].front()->in_type() == c.back()->out_type()) {
-                    detail::Steps more = used[k] ? detail::clone_steps(p.alts_[k]) : std::move(p.alts_[k]);
-                    used[k] = true;
-                    for (auto& s : more) c.push_back(std::move(s));
-                    next.push_back(std::move(c));
+                if (p.alts_[k].front()->in_type() == cur[j].back()->out_type()) {
+                    match[j] = k;
+                    ++uses[k];
                     break;
                 }
+        for (std::size_t j = 0; j < cur.size(); ++j) {
+            const std::size_t k = match[j];
+            if (k == p.alts_.size()) continue;
+            detail::Steps more = --uses[k] > 0 ? detail::clone_steps(p.alts_[k]) : std::move(p.alts_[k]);
+            for (auto& s : more) cur[j].push_back(std::move(s));
+            next.push_back(std::move(cur[j]));
+        }
         if (next.empty()) {
             const detail::DynStep& last = *cur.front().back();
             const detail::DynStep& head = *p.alts_.front().front();
@@ -948,6 +956,35 @@ void register_layers(Registry& r) {
               forms.push_back(DynModel(with_array<Ragged>(F2d(l), pad)).with_code("with_array<Ragged>(" + code));
               forms.push_back(DynModel(with_array<Padded>(F2d(l), pad)).with_code("with_array<Padded>(" + code));
               forms.push_back(DynModel(with_array<Floats2d>(F2d(l), pad)).with_code("with_array<Floats2d>(" + code));
+              return DynModel::one_of(std::move(forms));
+          }));
+    // Thinc's native LSTM (LSTM.v1: nO, nI, bi, depth, dropout) on Padded; with_padded.v1 runs
+    // it over lists of arrays or a Ragged too.
+    r.add("LSTM.v1", Factory([](Args& a) {
+              const std::size_t nO = a.dim("nO"), nI = a.dim("nI");
+              LSTMOptions o;
+              o.bi = a.get<bool>("bi", false);
+              o.depth = a.get<std::size_t>("depth", 1);
+              o.dropout = a.get<double>("dropout", 0.0);
+              const std::string opts =
+                  options("LSTMOptions", nonempty({o.bi ? ".bi = true" : "",
+                                                   o.depth != 1 ? ".depth = " + std::to_string(o.depth) : "",
+                                                   o.dropout != 0.0 ? ".dropout = " + real(o.dropout) : ""}));
+              return DynModel(LSTM<>(o, nO, nI)).with_code("LSTM" + widths({nO, nI}) + "(" + opts + ")");
+          }));
+    r.add("with_padded.v1", Factory([](Args& a) {
+              DynModel layer = a.get<DynModel>("layer");
+              if (!layer.is<Padded, Padded>())
+                  fail("tenon-E318", where(a.path()) + " with_padded.v1: takes a layer from Padded to Padded; " +
+                                         (layer.path().empty() ? std::string("a layer") : where(layer.path())) +
+                                         " maps " + layer.in_name() + " to " + layer.out_name());
+              const std::string code = layer.code<Padded, Padded>() + ")";
+              const AnyModel<Padded, Padded> l = layer.take<Padded, Padded>();
+              std::vector<DynModel> forms;
+              forms.push_back(DynModel(with_padded<List<Floats2d>>(AnyModel<Padded, Padded>(l)))
+                                  .with_code("with_padded<List<Floats2d>>(" + code));
+              forms.push_back(DynModel(with_padded<Ragged>(AnyModel<Padded, Padded>(l))).with_code("with_padded<Ragged>(" + code));
+              forms.push_back(DynModel(with_padded<Padded>(AnyModel<Padded, Padded>(l))).with_code("with_padded<Padded>(" + code));
               return DynModel::one_of(std::move(forms));
           }));
     r.add("list2ragged.v1", Factory([](Args&) { return DynModel(list2ragged<Floats2d>()).with_code("list2ragged<Floats2d>()"); }));

@@ -14,6 +14,7 @@
 #include "tenon/layers/sigmoid.hpp"
 #include "tenon/layers/sigmoid_activation.hpp"
 #include "tenon/layers/softmax.hpp"
+#include "tenon/layers/lstm.hpp"
 #include "tenon/layers/multisoftmax.hpp"
 #include "tenon/layers/mish.hpp"
 #include "tenon/layers/maxout.hpp"

@@ -352,6 +352,18 @@ public:
     void zero(float* x, std::size_t n) const override {
         if (n) std::memset(x, 0, n * sizeof(float));
     }
+    void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh, std::size_t rows,
+                           std::size_t nH) const override {
+        for (std::size_t r = 0; r < rows; ++r)
+            fn::lstm_cell_row(G + r * 4 * nH, Cprev + r * nH, C + r * nH, H + r * ldh, nH);
+    }
+    void lstm_cell_backward(const float* dH, std::size_t ldh, const float* dC, const float* G, const float* C,
+                            const float* Cprev, float* dG, float* dCprev, std::size_t rows,
+                            std::size_t nH) const override {
+        for (std::size_t r = 0; r < rows; ++r)
+            fn::lstm_cell_row_backward(dH + r * ldh, dC + r * nH, G + r * 4 * nH, C + r * nH, Cprev + r * nH,
+                                       dG + r * 4 * nH, dCprev + r * nH, nH);
+    }
 
     void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) const override {
         cpu::stage_forward_rows(s, sp, c);

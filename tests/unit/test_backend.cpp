@@ -24,8 +24,8 @@ namespace {
 enum Entry : std::size_t {
     e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows, e_maxout,
     e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_segment, e_segment_backward,
-    e_seq2col, e_seq2col_backward, e_copy_rows, e_zero, e_stage_forward, e_stage_backward, e_adam, e_sgd,
-    e_sum_squares, e_count_nonfinite, e_count
+    e_seq2col, e_seq2col_backward, e_copy_rows, e_zero, e_lstm, e_lstm_backward, e_stage_forward, e_stage_backward,
+    e_adam, e_sgd, e_sum_squares, e_count_nonfinite, e_count
 };
 
 // Forwards to cpu_ops() and counts each entry.
@@ -131,6 +131,17 @@ public:
         hit(e_zero);
         cpu.zero(x, n);
     }
+    void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh, std::size_t rows,
+                           std::size_t nH) const override {
+        hit(e_lstm);
+        cpu.lstm_cell_forward(G, Cprev, C, H, ldh, rows, nH);
+    }
+    void lstm_cell_backward(const float* dH, std::size_t ldh, const float* dC, const float* G, const float* C,
+                            const float* Cprev, float* dG, float* dCprev, std::size_t rows,
+                            std::size_t nH) const override {
+        hit(e_lstm_backward);
+        cpu.lstm_cell_backward(dH, ldh, dC, G, C, Cprev, dG, dCprev, rows, nH);
+    }
     void stage_forward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
                             const lowering::Ctx& c) const override {
         hit(e_stage_forward);
@@ -204,6 +215,13 @@ public:
         no();
     }
     void zero(float*, std::size_t) const override { no(); }
+    void lstm_cell_forward(float*, const float*, float*, float*, std::size_t, std::size_t, std::size_t) const override {
+        no();
+    }
+    void lstm_cell_backward(const float*, std::size_t, const float*, const float*, const float*, const float*, float*,
+                            float*, std::size_t, std::size_t) const override {
+        no();
+    }
     void stage_forward_rows(const lowering::Stage&, const lowering::StageParams&, const lowering::Ctx&) const override {
         no();
     }

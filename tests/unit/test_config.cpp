@@ -789,3 +789,47 @@ total_steps = 4
                       Contains("tenon-E253") && Contains("[lr]"));
     CHECK(build_schedule(Value(0.5), "x").next() == 0.5);  // a number: constant.v1
 }
+
+TEST_CASE("config: LSTM.v1 in with_padded.v1", "[config]") {
+    const Config c = Config::from_str(R"(
+[model]
+@layers = "chain.v1"
+
+[model.*.encode]
+@layers = "with_padded.v1"
+
+[model.*.encode.layer]
+@layers = "LSTM.v1"
+nO = 6
+nI = 4
+bi = true
+depth = 2
+
+[model.*.tag]
+@layers = "with_array.v1"
+
+[model.*.tag.layer]
+@layers = "Softmax.v1"
+nO = 3
+)");
+    auto model = build_model<List<Floats2d>, List<Floats2d>>(c);
+    std::vector<Floats2d> docs;
+    docs.push_back(testing::random_array(5, 4, 1));
+    docs.push_back(testing::random_array(2, 4, 2));
+    const List<Floats2d> X(std::move(docs));
+    model.initialize(X);
+    const List<Floats2d> P = model.predict(X);
+    REQUIRE(P.size() == 2);
+    CHECK(P[0].shape(0) == 5);
+    CHECK(P[1].shape(1) == 3);
+    // (codegen writes one signature: the LSTM alone; in with_padded it has three)
+    CHECK_THAT(codegen(Config::from_str("[model]\n@layers = \"LSTM.v1\"\nnO = 6\nnI = 4\nbi = true\ndepth = 2\n"
+                                        "dropout = 0.25")),
+               Contains("LSTM<6, 4>(LSTMOptions{.bi = true, .depth = 2, .dropout = 0.25})"));
+    // An LSTM of an odd width in both directions, a layer of other types in with_padded.
+    CHECK_THROWS_WITH((build_model<Padded, Padded>(Config::from_str("[model]\n@layers = \"LSTM.v1\"\nnO = 5\nbi = true"))),
+                      Contains("tenon-E285"));
+    CHECK_THROWS_WITH((build_model<List<Floats2d>, List<Floats2d>>(Config::from_str(
+                          "[model]\n@layers = \"with_padded.v1\"\n\n[model.layer]\n@layers = \"Relu.v1\"\nnO = 3"))),
+                      Contains("tenon-E318") && Contains("Padded"));
+}

@@ -276,5 +276,44 @@ TENON_HD inline void layernorm_row_backward(const float* dy, float* dx, const fl
     for (std::size_t i = 0; i < n; ++i) dx[i] = k * (fn * dx[i] - sd - xh[i] * sdx);
 }
 
+// One step of an LSTM cell for one row (Thinc's NumpyOps LSTM): g holds the row's 4 nH gate
+// pre-activations in Thinc's gate order, in blocks of nH (forget, input, output, candidate),
+// and gets the activated gates (sigmoid, sigmoid, sigmoid, tanh: what the backward reads);
+// c = f * cprev + i * candidate, h = tanh(c) * o. The sigmoid is unclipped, as Thinc's
+// LSTM kernel (1 / (1 + exp(-x)) is 0 or 1 at the extremes, never NaN).
+TENON_HD inline void lstm_cell_row(float* g, const float* cprev, float* c, float* h, std::size_t nH) {
+    for (std::size_t k = 0; k < nH; ++k) {
+        const float f = 1.0f / (1.0f + std::exp(-g[k]));
+        const float i = 1.0f / (1.0f + std::exp(-g[nH + k]));
+        const float o = 1.0f / (1.0f + std::exp(-g[2 * nH + k]));
+        const float cand = std::tanh(g[3 * nH + k]);
+        g[k] = f;
+        g[nH + k] = i;
+        g[2 * nH + k] = o;
+        g[3 * nH + k] = cand;
+        const float ct = f * cprev[k] + i * cand;
+        c[k] = ct;
+        h[k] = std::tanh(ct) * o;
+    }
+}
+
+// Its backward: dh (the row's hidden gradient), dc (the gradient its cell gets from the
+// next step), the activated gates g, the cell c and the previous cell cprev give dg (the
+// 4 nH pre-activations' gradient) and dcprev (the previous cell's).
+TENON_HD inline void lstm_cell_row_backward(const float* dh, const float* dc, const float* g, const float* c,
+                                            const float* cprev, float* dg, float* dcprev, std::size_t nH) {
+    for (std::size_t k = 0; k < nH; ++k) {
+        const float f = g[k], i = g[nH + k], o = g[2 * nH + k], cand = g[3 * nH + k];
+        const float tc = std::tanh(c[k]);
+        const float d_o = dh[k] * tc;
+        const float dct = dc[k] + dh[k] * o * (1.0f - tc * tc);
+        dcprev[k] = dct * f;
+        dg[k] = dct * cprev[k] * f * (1.0f - f);
+        dg[nH + k] = dct * cand * i * (1.0f - i);
+        dg[2 * nH + k] = d_o * o * (1.0f - o);
+        dg[3 * nH + k] = dct * i * (1.0f - cand * cand);
+    }
+}
+
 }  // namespace fn
 }  // namespace tenon

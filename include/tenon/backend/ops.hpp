@@ -98,6 +98,17 @@ public:
     // x = 0 over n values.
     virtual void zero(float* x, std::size_t n) const = 0;
 
+    // --- Recurrent cells (LSTM, one step of `rows` sequences): G (rows x 4 nH) holds the gate
+    // pre-activations and gets the activated gates (fn::lstm_cell_row: Thinc's order, blocks of
+    // nH); Cprev (rows x nH) the previous cells; C (rows x nH) and H (rows ldh apart) get the
+    // cells and the hiddens. The backward reads dH (rows ldh apart) and dC (the cells' gradient
+    // from the next step) and writes dG (rows x 4 nH) and dCprev (rows x nH).
+    virtual void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh,
+                                   std::size_t rows, std::size_t nH) const = 0;
+    virtual void lstm_cell_backward(const float* dH, std::size_t ldh, const float* dC, const float* G, const float* C,
+                                    const float* Cprev, float* dG, float* dCprev, std::size_t rows,
+                                    std::size_t nH) const = 0;
+
     // --- A plan's fused row pass of one stage (bias and activation, maxout's max, layer
     // norm, dropout, sigmoid, residual add: lower/plan.hpp), forward and backward. The
     // plan's products are gemm calls; these are the passes between them.

@@ -1,0 +1,142 @@
+// LSTM<nO, nI>({.bi, .depth, .dropout}): Thinc's native LSTM (thinc/layers/lstm.py), Padded ->
+// Padded. `depth` stacked layers, each one LSTM per direction (two with bi: left to right and
+// right to left, their hiddens side by side, so nO = dirs * nH). BiLSTM<nO, nI>(...) is the
+// same layer with bi set (and nO checked even at compile time when static).
+//
+// The parameters are Thinc's, value for value, so a Thinc model's weights load as they are:
+//   "LSTM" (flat): for each layer, for each direction: Wx (4 nH, nI_layer), bx (4 nH),
+//          Wh (4 nH, nH), bh (4 nH); the gates in blocks of nH in the order forget, input,
+//          output, candidate; nI_layer is nI for the first layer and dirs * nH after it.
+//          The gates' bias is bx + bh.
+//   "HC0" (2, depth, dirs, nH): the initial hidden (HC0[0]) and cell (HC0[1]) of each
+//          layer and direction, zeros at first, learned like any parameter.
+// Dropout (training only) is over the *weights* (Thinc's: one mask over "LSTM" per call,
+// 0 or 1 / (1 - rate)), not over the activations.
+//
+// Where Thinc 8.1 is wrong (docs/layers.md, "LSTM and BiLSTM"), tenon is not: Thinc's backprop
+// returns wrong input and weight gradients (it never fills the gates' gradient it multiplies),
+// and its forward uses HC0[0] as the initial cell and HC0[1] as the initial hidden, the other
+// way round from its own names. The oracle compares the forward with Thinc (HC0 swapped on
+// Thinc's side) and the gradients with PyTorch's nn.LSTM on the same weights.
+//
+// The work is width-independent and compiled once (src/lstm.cpp): the input's rows, step by
+// step, through the layer's backend (a product per direction over all rows, a product and
+// Ops::lstm_cell_forward per step; fn::lstm_cell_row is the math). A plan runs it as a layer
+// stage. Errors: tenon-E285 (nO not a multiple of the directions, depth 0), tenon-E286 (a
+// "LSTM" parameter of the wrong size), tenon-E101 (input width), tenon-E111 (gradient shape).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+#include "tenon/init/init.hpp"
+#include "tenon/model/layer.hpp"
+#include "tenon/types/padded.hpp"
+
+namespace tenon {
+
+// Thinc's keyword arguments, in its order.
+struct LSTMOptions {
+    bool bi = false;
+    std::size_t depth = 1;
+    double dropout = 0.0;
+    Init init_W = {};  // empty: glorot_uniform_init, per gate block (nH, nI_layer)
+    Init init_b = {};  // empty: zero_init
+};
+
+namespace detail {
+struct LstmDims {
+    std::size_t nI, nH, depth, dirs;
+};
+struct LstmTape;  // what one forward call keeps for its backprop (src/lstm.cpp)
+// What a call reads of the layer: its backend, name, dims, weights ("LSTM", P values), HC0
+// and dropout rate.
+struct LstmRun {
+    const Ops* ops;
+    const std::string* name;
+    LstmDims d;
+    const float* W;
+    std::size_t P;
+    const float* HC0;
+    double rate;
+};
+// The size of the flat "LSTM" parameter (Thinc's).
+std::size_t lstm_param_size(const LstmDims& d);
+// Checks the options (tenon-E285 for depth 0, E112 for the rate) and nO against the directions.
+void lstm_check_options(const LSTMOptions& o, std::size_t nO);
+void lstm_check_width(const std::string& name, std::size_t nO, std::size_t dirs);
+// Fills the flat parameter, gate block by gate block as Thinc does.
+void lstm_fill(const LstmDims& d, float* W, const Init& init_W, const Init& init_b);
+// Forward over a Padded (the tape only when `tape` is not null); backward adds to the
+// parameters' gradients (gW: P values, gHC0) and returns dX.
+Padded lstm_forward(const LstmRun& r, const Padded& X, bool is_train, std::shared_ptr<LstmTape>* tape);
+Padded lstm_backward(const LstmRun& r, float* gW, float* gHC0, const LstmTape& tape, const Padded& dY);
+}  // namespace detail
+
+template <std::size_t NO = dyn, std::size_t NI = dyn>
+class LSTM : public Layer<LSTM<NO, NI>, Padded, Padded> {
+    using Base = Layer<LSTM<NO, NI>, Padded, Padded>;
+    friend Base;
+    static_assert(sizeof(check::width_check<NO, LSTM, check::nO>) > 0);  // E012
+    static_assert(sizeof(check::width_check<NI, LSTM, check::nI>) > 0);
+
+public:
+    static constexpr std::size_t static_nO = NO;
+    static constexpr std::size_t static_nI = NI;
+
+    LSTM() : LSTM(LSTMOptions{}) {}
+    explicit LSTM(LSTMOptions o, std::size_t nO = dyn, std::size_t nI = dyn)
+        : Base("lstm", {{"nO", NO}, {"nI", NI}, {"depth", o.depth}, {"dirs", o.bi ? 2u : 1u}}, {"LSTM", "HC0"}),
+          init_W_(std::move(o.init_W)), init_b_(std::move(o.init_b)) {
+        detail::lstm_check_options(o, NO != dyn ? NO : nO);
+        if (nO != dyn) this->set_dim("nO", nO);
+        if (nI != dyn) this->set_dim("nI", nI);
+        this->set_attr("dropout_rate", o.dropout);
+    }
+
+    struct Backprop {
+        LSTM* layer = nullptr;
+        std::shared_ptr<detail::LstmTape> tape;
+        Padded operator()(const Padded& dY) const {
+            return detail::lstm_backward(layer->run(), layer->grad_data(0), layer->grad_data(1), *tape, dY);
+        }
+    };
+
+private:
+    detail::LstmRun run() const {
+        const std::size_t nO = this->require_dim(0), dirs = this->dim(3);
+        return {&this->ops(), &this->name(), {this->require_dim(1), nO / dirs, this->dim(2), dirs},
+                this->param(0).value.data(), this->param(0).value.size(), this->param(1).value.data(),
+                this->template attr_as<double>("dropout_rate")};
+    }
+    void init_impl(const Padded* X, const Padded* Y) {
+        if (X) this->resolve_dim(1, X->data().shape(2));
+        if (Y) this->resolve_dim(0, Y->data().shape(2));
+        const std::size_t nO = this->require_dim(0), nI = this->require_dim(1), dirs = this->dim(3);
+        detail::lstm_check_width(this->name(), nO, dirs);
+        const detail::LstmDims d{nI, nO / dirs, this->dim(2), dirs};
+        this->allocate_param(0, {detail::lstm_param_size(d)});
+        this->allocate_param(1, {2, d.depth, d.dirs, d.nH});  // zeros
+        detail::lstm_fill(d, this->param(0).value.data(), init_W_, init_b_);
+        this->mark_initialized();
+    }
+    Padded predict_impl(const Padded& X) const { return detail::lstm_forward(run(), X, false, nullptr); }
+    std::pair<Padded, Backprop> forward_impl(const Padded& X, bool is_train) {
+        Backprop bp{this, nullptr};
+        Padded Y = detail::lstm_forward(run(), X, is_train, &bp.tape);
+        return {std::move(Y), std::move(bp)};
+    }
+
+    Init init_W_, init_b_;
+};
+
+// The bidirectional LSTM: LSTM with bi set; a static nO must be even (nH = nO / 2 per direction).
+template <std::size_t NO = dyn, std::size_t NI = dyn>
+LSTM<NO, NI> BiLSTM(LSTMOptions o = {}, std::size_t nO = dyn, std::size_t nI = dyn) {
+    static_assert(NO == dyn || NO % 2 == 0,
+                  "[tenon-E287] BiLSTM<nO>: nO is the two directions' hiddens side by side, so it must be even");
+    o.bi = true;
+    return LSTM<NO, NI>(std::move(o), nO, nI);
+}
+
+}  // namespace tenon
