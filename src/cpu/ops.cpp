@@ -302,6 +302,42 @@ public:
             }
     }
 
+    void sparse_gather_add(const float* W, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                           std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
+                           float* Y) const override {
+        std::size_t f = 0;
+        for (std::size_t b = 0; b < nseg; ++b) {
+            float* y = Y + b * nO;
+            for (std::size_t end = f + static_cast<std::size_t>(lengths[b]); f < end; ++f) {
+                const float v = values[f];
+                for (std::size_t k = 0; k < per; ++k) {
+                    const float* w = W + idx[f * per + k];
+                    for (std::size_t c = 0; c < nO; ++c) y[c] += w[c * stride] * v;
+                }
+            }
+        }
+    }
+    void sparse_scatter_add(float* dW, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                            std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
+                            const float* dY, const float* W, float* dvalues) const override {
+        std::size_t f = 0;
+        for (std::size_t b = 0; b < nseg; ++b) {
+            const float* d = dY + b * nO;
+            for (std::size_t end = f + static_cast<std::size_t>(lengths[b]); f < end; ++f) {
+                const float v = values[f];
+                float dv = 0.0f;
+                for (std::size_t k = 0; k < per; ++k) {
+                    const std::size_t i = idx[f * per + k];
+                    float* g = dW + i;
+                    for (std::size_t c = 0; c < nO; ++c) g[c * stride] += d[c] * v;
+                    if (dvalues)
+                        for (std::size_t c = 0; c < nO; ++c) dv += d[c] * W[i + c * stride];
+                }
+                if (dvalues) dvalues[f] = dv;
+            }
+        }
+    }
+
     void segment_reduce(Reduce red, const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t n,
                         float* Y, std::int32_t* which) const override {
         for (std::size_t b = 0; b < nseg; ++b) {
