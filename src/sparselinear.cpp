@@ -17,17 +17,22 @@ void sparselinear_setup(Node& layer, const SparseLinearOptions& o) {
 
 void sparselinear_indices(const Keys1d& keys, std::size_t length, bool v1, std::uint32_t* idx) noexcept {
     const std::size_t n = keys.size();
-    const std::uint64_t len = length;
-    for (std::size_t f = 0; f < n; ++f) {
-        const std::uint64_t k = keys[f];
-        const std::uint32_t h0 = murmurhash3_x86_32_uint64(k, 0), h1 = murmurhash3_x86_32_uint64(k, 1);
-        if (v1) {  // Thinc: hash & (nr_weight - 1), in 32 bits
-            const auto mask = static_cast<std::uint32_t>(len - 1);
-            idx[2 * f] = h0 & mask;
-            idx[2 * f + 1] = h1 & mask;
-        } else {
-            idx[2 * f] = static_cast<std::uint32_t>(h0 % len);
-            idx[2 * f + 1] = static_cast<std::uint32_t>(h1 % len);
+    const auto mask = static_cast<std::uint32_t>(length - 1);  // (length <= 2^32)
+    // v1: Thinc's hash & (nr_weight - 1); v2: hash % length, which is the same mask for a
+    // power of two (the default 2^18) and a 32-bit division otherwise (a 32-bit hash % 2^32 is
+    // itself).
+    if (v1 || (length & (length - 1)) == 0) {
+        for (std::size_t f = 0; f < n; ++f) {
+            const std::uint64_t k = keys[f];
+            idx[2 * f] = murmurhash3_x86_32_uint64(k, 0) & mask;
+            idx[2 * f + 1] = murmurhash3_x86_32_uint64(k, 1) & mask;
+        }
+    } else {
+        const auto len = static_cast<std::uint32_t>(length);
+        for (std::size_t f = 0; f < n; ++f) {
+            const std::uint64_t k = keys[f];
+            idx[2 * f] = murmurhash3_x86_32_uint64(k, 0) % len;
+            idx[2 * f + 1] = murmurhash3_x86_32_uint64(k, 1) % len;
         }
     }
 }

@@ -456,3 +456,40 @@ TEST_CASE("load_vectors: .npy and text tables; unreadable files are named", "[sp
     }
     CHECK(error_id([&] { load_vectors(dir + "/no_such_file.npy"); }) == "tenon-E283");
 }
+
+TEST_CASE("SparseLinear: every width of the backend's passes gives the naive sums", "[sparse][sparselinear]") {
+    const SparseFeatures X = random_sparse({4, 0, 6, 3}, 21);
+    for (std::size_t nO : {1u, 4u, 8u, 9u, 16u, 20u}) {
+        for (bool v1 : {false, true}) {
+            INFO("nO " << nO << (v1 ? " v1" : " v2"));
+            const std::size_t length = 32;
+            SparseLinear<> m({.nO = nO, .length = length, .v1_indexing = v1});
+            m.initialize();
+            testing::randomize_params(m, nO);
+            const auto W = m.get_param("W");
+            const auto b = m.get_param("b");
+            auto at = [&](std::uint64_t key, std::uint32_t seed, std::size_t c) {
+                const std::uint32_t h = murmurhash3_x86_32_uint64(key, seed);
+                return v1 ? (h & (length - 1)) + c : c * length + h % length;
+            };
+            const Floats2d dY = testing::random_array(X.size(), nO, 5);
+            Floats2d want({X.size(), nO});
+            std::vector<double> dW(W.size(), 0.0);
+            std::size_t f = 0;
+            for (std::size_t r = 0; r < X.size(); ++r)
+                for (std::int32_t i = 0; i < X.lengths()[r]; ++i, ++f)
+                    for (std::uint32_t s = 0; s < 2; ++s)
+                        for (std::size_t c = 0; c < nO; ++c) {
+                            want(r, c) += W.data[at(X.keys()[f], s, c)] * X.values()[f];
+                            dW[at(X.keys()[f], s, c)] += double(dY(r, c)) * X.values()[f];
+                        }
+            for (std::size_t r = 0; r < X.size(); ++r)
+                for (std::size_t c = 0; c < nO; ++c) want(r, c) += b.data[c];
+            auto [Y, bp] = m.begin_update(X);
+            for (std::size_t i = 0; i < Y.size(); ++i) CHECK(std::abs(Y[i] - want[i]) < 1e-4f);
+            bp(dY);
+            const auto g = m.get_grad("W");
+            for (std::size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g.data[i] - dW[i]) < 1e-4);
+        }
+    }
+}
