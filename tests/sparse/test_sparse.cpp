@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -492,4 +493,32 @@ TEST_CASE("SparseLinear: every width of the backend's passes gives the naive sum
             for (std::size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g.data[i] - dW[i]) < 1e-4);
         }
     }
+}
+
+TEST_CASE("StaticVectors and SparseLinear: predict on several threads, one table shared", "[sparse][threads]") {
+    auto V = std::make_shared<const Floats2d>(table(100, 8, 7));
+    StaticVectors<6> a(V), b(V);
+    a.initialize();
+    b.initialize();
+    SparseLinear<3> s({.length = 256});
+    s.initialize();
+    testing::randomize_params(s, 8);
+    Ints2d X({50, 1});
+    for (std::size_t i = 0; i < 50; ++i) X[i] = static_cast<std::int32_t>(i * 3);
+    const SparseFeatures F = random_sparse({10, 20, 0, 5}, 3);
+    const Floats2d Ya = a.predict(X), Yb = b.predict(X), Ys = s.predict(F);
+    std::vector<int> ok(4, 1);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            for (int k = 0; k < 50; ++k) {
+                const Floats2d y = (t % 2 ? b : a).predict(X);
+                const Floats2d& want = t % 2 ? Yb : Ya;
+                for (std::size_t i = 0; i < y.size(); ++i) ok[std::size_t(t)] &= y[i] == want[i];
+                const Floats2d z = s.predict(F);
+                for (std::size_t i = 0; i < z.size(); ++i) ok[std::size_t(t)] &= z[i] == Ys[i];
+            }
+        });
+    for (auto& th : threads) th.join();
+    for (int v : ok) CHECK(v == 1);
 }
