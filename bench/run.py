@@ -9,6 +9,7 @@ Usage:
       [--fraction F] [--latency-n N] [--figures a,b,c] [--timeout S]
       [--tenon-threads N] [--python PATH] [--anchor-lib-dir DIR]
       [--tok2vec build/bench/tok2vec_bench]
+  /usr/bin/python3 bench/run.py --sparselinear build/bench/sparselinear_bench [--repeat R]
 
 Every system is a subprocess that accepts
     --fraction F --latency-n N --figures a,b,c --threads N
@@ -39,6 +40,12 @@ tenon, tenon-1t, thinc, thinc-mt, pytorch, pytorch-mt and bound also run a secon
 (the binary given by --tok2vec, bench/tok2vec_thinc.py, bench/tok2vec_torch.py,
 bench/tok2vec_bound.py), whose records land under the same system names. Its words/s figures
 are higher-is-better: their ratio column is tenon / anchor, again how many times faster tenon is.
+
+The SparseLinear benchmark (not part of the default run): --sparselinear BIN runs only it, the
+binary (bench/sparselinear_bench.cpp, single-threaded like Thinc's layer, and with every core as
+"tenon-mt") and bench/sparselinear_thinc.py (Thinc 8.1's SparseLinear.v2) on the same 2000
+documents, R times interleaved; it prints the medians in documents/s with tenon / Thinc, and
+writes them next to --out as *_sparselinear.json.
 
 The anchors (and the bound) run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from their
 environment (these machine-wide settings slow OpenBLAS down); tenon keeps the environment.
@@ -148,6 +155,8 @@ def parse_args(argv=None):
     p.add_argument("--libtorch", default="build/bench/libtorch_bench", help="path to the LibTorch anchor binary")
     p.add_argument("--dlib", default="build/bench/dlib_bench", help="path to the dlib anchor binary")
     p.add_argument("--tok2vec", default="build/bench/tok2vec_bench", help="path to tenon's tok2vec benchmark binary")
+    p.add_argument("--sparselinear", default=None,
+                   help="run only the SparseLinear benchmark with this binary (build/bench/sparselinear_bench)")
     p.add_argument("--out", default="build/bench.json", help="JSON output (list of median records)")
     p.add_argument("--quick", action="store_true",
                    help="1 repeat, --fraction 0.1, --latency-n 300 (explicit options still win)")
@@ -554,8 +563,60 @@ def print_check_cost(medians, sys_names, out=sys.stdout):
             print(line, file=out)
 
 
+SPARSE_FIGURES = ["sparselinear_predict_dps", "sparselinear_update_dps", "sparselinear_train_dps"]
+
+
+def run_sparselinear(args):
+    """The SparseLinear benchmark alone (--sparselinear): tenon (1 thread), tenon-mt and Thinc,
+    interleaved repeats, medians in documents/s, tenon / Thinc."""
+    if not executable(args.sparselinear):
+        log(f"sparselinear binary not found or not executable: {args.sparselinear} (ninja -C build bench/sparselinear_bench)")
+        return 1
+    cmds = {"tenon": [args.sparselinear, "--threads", "1"], "tenon-mt": [args.sparselinear, "--threads", "0"],
+            "thinc": [args.python, os.path.join(HERE, "sparselinear_thinc.py")]}
+    samples = {}
+    for rep in range(1, args.repeat + 1):
+        for name, cmd in cmds.items():
+            log(f"repeat {rep}/{args.repeat}: {name}: {' '.join(cmd)}")
+            try:
+                out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout, check=True).stdout
+            except (subprocess.SubprocessError, OSError) as e:
+                log(f"{name} failed: {e}")
+                return 1
+            for line in out.splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get("figure") in SPARSE_FIGURES:
+                    samples.setdefault((rec["figure"], name), []).append(float(rec["value"]))
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"\nSparseLinear (nO 4, length 2^18, 2000 documents of 20-200 features), documents/s, median of "
+          f"{args.repeat}:")
+    print(f"{'figure':28} {'tenon':>12} {'tenon-mt':>12} {'thinc':>12} {'tenon/thinc':>12}")
+    records = []
+    for fig in SPARSE_FIGURES:
+        t, tm, th = (medians.get((fig, n)) for n in ("tenon", "tenon-mt", "thinc"))
+        ratio = t / th if t and th else None
+        print(f"{fig:28} {t or 0:12.0f} {tm or 0:12.0f} {th or 0:12.0f} {ratio or 0:11.2f}x")
+        for n in cmds:
+            if (fig, n) in medians:
+                records.append({"figure": fig, "system": n, "value": medians[(fig, n)], "unit": "docs/s",
+                                "samples": samples[(fig, n)]})
+    out = os.path.splitext(args.out)[0] + "_sparselinear.json"
+    try:
+        with open(out, "w") as f:
+            json.dump({"machine": machine_info(), "records": records}, f, indent=1)
+        log(f"wrote {out}")
+    except OSError as e:
+        log(f"cannot write {out}: {e}")
+    return 0
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.sparselinear:
+        return run_sparselinear(args)
     machine = machine_info()
     log(f"machine: {machine['cpu']}, {machine['cores']} cores; repeats={args.repeat} "
         f"fraction={args.fraction} latency-n={args.latency_n}")

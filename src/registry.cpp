@@ -28,6 +28,8 @@
 #include "tenon/layers/sigmoid.hpp"
 #include "tenon/layers/softmax.hpp"
 #include "tenon/layers/multisoftmax.hpp"
+#include "tenon/layers/sparselinear.hpp"
+#include "tenon/layers/staticvectors.hpp"
 #include "tenon/model/widths.hpp"
 #include "tenon/reduce/reduce_max.hpp"
 #include "tenon/reduce/reduce_mean.hpp"
@@ -89,6 +91,7 @@ std::string data_type_name(const std::type_info& t) {
     if (t == typeid(Keys2d)) return "Keys2d";
     if (t == typeid(Ragged)) return "Ragged";
     if (t == typeid(Padded)) return "Padded";
+    if (t == typeid(SparseFeatures)) return "SparseFeatures";
     int status = 0;
     char* d = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
     std::string out = status == 0 && d ? d : t.name();
@@ -936,6 +939,46 @@ void register_layers(Registry& r) {
               return DynModel(Embed<>(nV, o))
                   .with_code("Embed" + widths({o.nO}) + "(" + std::to_string(nV) + (opts.empty() ? "" : ", " + opts) +
                              ")");
+          }));
+    // SparseLinear.v1 is Thinc's defective v1 indexing (kept for its models), .v2 the right one.
+    for (const bool v1 : {true, false}) {
+        r.add(v1 ? "SparseLinear.v1" : "SparseLinear.v2", Factory([v1](Args& a) {
+                  SparseLinearOptions o;
+                  o.nO = a.dim("nO");
+                  o.length = a.get<std::size_t>("length", o.length);
+                  o.v1_indexing = v1;
+                  const std::string opts =
+                      o.length == SparseLinearOptions{}.length ? "" : "{.length = " + std::to_string(o.length) + "}";
+                  return DynModel(SparseLinear<>(o)).with_code(std::string(v1 ? "SparseLinear_v1" : "SparseLinear") +
+                                                                widths({o.nO}) + "(" + opts + ")");
+              }));
+    }
+    // StaticVectors.v1: the table from a file (`vectors`: a .npy or a text file of one vector per
+    // line, read by load_vectors), the ids from an Ints2d's column.
+    r.add("StaticVectors.v1", Factory([](Args& a) {
+              StaticVectorsOptions o;
+              o.nO = a.dim("nO");
+              const std::size_t nM = a.dim("nM");
+              const auto path = a.get<std::optional<std::string>>("vectors", std::nullopt);
+              if (!path) fail("tenon-E311", where(a.path(), "vectors") + ": missing argument of StaticVectors.v1 (a .npy "
+                                                                        "or text file of the table)");
+              o.column = a.get<std::size_t>("column", 0);
+              o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
+              std::string quoted = "\"";
+              for (char ch : *path) {
+                  if (ch == '"' || ch == '\\') quoted += '\\';
+                  quoted += ch;
+              }
+              quoted += '"';
+              StaticVectors<> layer(o);
+              if (nM != dyn) layer.set_dim("nM", nM);
+              layer.set_vectors(load_vectors(*path));
+              const std::string opts = options(
+                  "StaticVectorsOptions",
+                  nonempty({o.column ? ".column = " + std::to_string(o.column) : "", dropout_field(o.dropout)}));
+              return DynModel(std::move(layer))
+                  .with_code("StaticVectors" + widths({o.nO, nM}) + "(load_vectors(" + quoted + ")" +
+                             (opts.empty() ? "" : ", " + opts) + ")");
           }));
     // The layers that take several data types, as Thinc's: one form per type (DynModel::one_of).
     r.add("expand_window.v1", Factory([](Args& a) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels.hpp"
 #include "tenon/backend/cpu/gemm.hpp"
@@ -215,6 +216,75 @@ double chunked_sum_squares(const float* g, std::size_t n) {
     return s;
 }
 
+// SparseLinear's passes (Ops::sparse_gather_add / sparse_scatter_add) for N classes known at
+// compile time (1 ... 8: a text classifier's labels) or any (N = 0). A row's sums and its
+// gradient stay in a local copy (Y and dY may alias W and dW as far as the compiler knows) for
+// up to kSparseLocal classes; the additions are the same, in the same order, either way.
+constexpr std::size_t kSparseLocal = 16;
+template <std::size_t N>
+void sparse_gather(const float* W, std::size_t nO_, std::size_t stride, const std::uint32_t* idx, std::size_t per,
+                   const float* values, const std::int32_t* lengths, std::size_t nseg, float* Y) noexcept {
+    const std::size_t nO = N ? N : nO_;
+    const bool local = nO <= kSparseLocal;
+    float acc[kSparseLocal];
+    std::size_t f = 0;
+    for (std::size_t b = 0; b < nseg; ++b) {
+        float* y = Y + b * nO;
+        float* a = local ? acc : y;
+        if (local) std::copy(y, y + nO, acc);
+        for (std::size_t end = f + static_cast<std::size_t>(lengths[b]); f < end; ++f) {
+            const float v = values[f];
+            for (std::size_t k = 0; k < per; ++k) {
+                const float* w = W + idx[f * per + k];
+                for (std::size_t c = 0; c < nO; ++c) a[c] += w[c * stride] * v;
+            }
+        }
+        if (local) std::copy(acc, acc + nO, y);
+    }
+}
+template <std::size_t N>
+void sparse_scatter(float* dW, std::size_t nO_, std::size_t stride, const std::uint32_t* idx, std::size_t per,
+                    const float* values, const std::int32_t* lengths, std::size_t nseg, const float* dY, const float* W,
+                    float* dvalues) noexcept {
+    const std::size_t nO = N ? N : nO_;
+    float dl[kSparseLocal];
+    std::size_t f = 0;
+    for (std::size_t b = 0; b < nseg; ++b) {
+        const float* d = dY + b * nO;
+        if (nO <= kSparseLocal) {
+            std::copy(d, d + nO, dl);
+            d = dl;
+        }
+        for (std::size_t end = f + static_cast<std::size_t>(lengths[b]); f < end; ++f) {
+            const float v = values[f];
+            float dv = 0.0f;
+            for (std::size_t k = 0; k < per; ++k) {
+                const std::size_t i = idx[f * per + k];
+                float* g = dW + i;
+                for (std::size_t c = 0; c < nO; ++c) g[c * stride] += d[c] * v;
+                if (dvalues)
+                    for (std::size_t c = 0; c < nO; ++c) dv += d[c] * W[i + c * stride];
+            }
+            if (dvalues) dvalues[f] = dv;
+        }
+    }
+}
+// Calls f(std::integral_constant<std::size_t, N>) with N = nO for 1 ... 8, else N = 0.
+template <class F>
+void with_sparse_width(std::size_t nO, F&& f) {
+    switch (nO) {
+        case 1: f(std::integral_constant<std::size_t, 1>{}); break;
+        case 2: f(std::integral_constant<std::size_t, 2>{}); break;
+        case 3: f(std::integral_constant<std::size_t, 3>{}); break;
+        case 4: f(std::integral_constant<std::size_t, 4>{}); break;
+        case 5: f(std::integral_constant<std::size_t, 5>{}); break;
+        case 6: f(std::integral_constant<std::size_t, 6>{}); break;
+        case 7: f(std::integral_constant<std::size_t, 7>{}); break;
+        case 8: f(std::integral_constant<std::size_t, 8>{}); break;
+        default: f(std::integral_constant<std::size_t, 0>{}); break;
+    }
+}
+
 class CpuOps final : public Ops {
 public:
     const char* name() const noexcept override { return "cpu"; }
@@ -300,6 +370,19 @@ public:
                 else
                     for (std::size_t j = 0; j < width; ++j) e[j] += g[j];
             }
+    }
+
+    void sparse_gather_add(const float* W, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                           std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
+                           float* Y) const override {
+        with_sparse_width(nO, [&](auto n) { sparse_gather<n()>(W, nO, stride, idx, per, values, lengths, nseg, Y); });
+    }
+    void sparse_scatter_add(float* dW, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                            std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
+                            const float* dY, const float* W, float* dvalues) const override {
+        with_sparse_width(nO, [&](auto n) {
+            sparse_scatter<n()>(dW, nO, stride, idx, per, values, lengths, nseg, dY, W, dvalues);
+        });
     }
 
     void segment_reduce(Reduce red, const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t n,

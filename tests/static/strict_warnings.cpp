@@ -87,7 +87,24 @@ int main() {
     c.initialize(docs);
     const Floats2d cats = c.predict(docs);
 
+    // A bag-of-words classifier (SparseLinear) and pretrained vectors (StaticVectors).
+    const SparseFeatures feats = sparse_features(docs, 0);
+    auto bow = SparseLinear<3>({.length = 1 << 10}) >> sigmoid_activation();
+    bow.initialize(feats);
+    {
+        auto [Yb, backprop_b] = bow.begin_update(feats);
+        backprop_b(Yb);
+        bow.finish_update(opt);
+    }
+    const Floats2d bow_p = bow.predict(feats);
+    StaticVectors<8> vectors(Floats2d({50, 4}), {.column = 1, .dropout = 0.1});
+    vectors.initialize(docs[0]);
+    {
+        auto [Yv, backprop_v] = vectors.begin_update(docs[0]);
+        backprop_v(Yv);
+    }
+
     auto remap = remap_ids(std::unordered_map<std::int64_t, std::int32_t>{{5, 1}, {7, 2}}, 0);
     (void)remap;
-    return int(P.shape(0) + tags.size() + cats.shape(0) + Pa.shape(0)) == 0;
+    return int(P.shape(0) + tags.size() + cats.shape(0) + Pa.shape(0) + bow_p.shape(0)) == 0;
 }

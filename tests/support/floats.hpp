@@ -34,6 +34,10 @@ void collect_floats(BasicPadded<A>& p, std::vector<float*>& out) {
                     for (std::size_t k = 0; k < inner; ++k) out.push_back(&v[(t * B + b) * inner + k]);
     }
 }
+// SparseFeatures: its values (the keys and lengths are integers).
+inline void collect_floats(SparseFeatures& s, std::vector<float*>& out) {
+    for (float& v : s.values_view()) out.push_back(&v);
+}
 template <class A>
 void collect_floats(List<A>& xs, std::vector<float*>& out) {
     for (auto& x : xs) collect_floats(x, out);

@@ -23,9 +23,9 @@ namespace {
 
 enum Entry : std::size_t {
     e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows, e_maxout,
-    e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_segment, e_segment_backward,
-    e_seq2col, e_seq2col_backward, e_copy_rows, e_zero, e_lstm, e_lstm_backward, e_stage_forward, e_stage_backward,
-    e_adam, e_sgd, e_sum_squares, e_count_nonfinite, e_count
+    e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_sparse_gather, e_sparse_scatter,
+    e_segment, e_segment_backward, e_seq2col, e_seq2col_backward, e_copy_rows, e_zero, e_lstm, e_lstm_backward,
+    e_stage_forward, e_stage_backward, e_adam, e_sgd, e_sum_squares, e_count_nonfinite, e_count
 };
 
 // Forwards to cpu_ops() and counts each entry.
@@ -101,6 +101,18 @@ public:
                           const float* d, const float* mask) const override {
         hit(e_scatter);
         cpu.scatter_add_rows(table, width, idx, rows, per, d, mask);
+    }
+    void sparse_gather_add(const float* W, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                           std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
+                           float* Y) const override {
+        hit(e_sparse_gather);
+        cpu.sparse_gather_add(W, nO, stride, idx, per, values, lengths, nseg, Y);
+    }
+    void sparse_scatter_add(float* dW, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                            std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
+                            const float* dY, const float* W, float* dvalues) const override {
+        hit(e_sparse_scatter);
+        cpu.sparse_scatter_add(dW, nO, stride, idx, per, values, lengths, nseg, dY, W, dvalues);
     }
     void segment_reduce(Reduce r, const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t n,
                         float* Y, std::int32_t* which) const override {
@@ -202,6 +214,12 @@ public:
                          float*) const override { no(); }
     void scatter_add_rows(float*, std::size_t, const std::uint32_t*, std::size_t, std::size_t, const float*,
                           const float*) const override { no(); }
+    void sparse_gather_add(const float*, std::size_t, std::size_t, const std::uint32_t*, std::size_t, const float*,
+                           const std::int32_t*, std::size_t, float*) const override { no(); }
+    void sparse_scatter_add(float*, std::size_t, std::size_t, const std::uint32_t*, std::size_t, const float*,
+                            const std::int32_t*, std::size_t, const float*, const float*, float*) const override {
+        no();
+    }
     void segment_reduce(Reduce, const float*, const std::int32_t*, std::size_t, std::size_t, float*,
                         std::int32_t*) const override { no(); }
     void segment_reduce_backward(Reduce, const float*, const std::int32_t*, std::size_t, std::size_t,

@@ -5,7 +5,8 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
-
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -832,4 +833,72 @@ nO = 3
     CHECK_THROWS_WITH((build_model<List<Floats2d>, List<Floats2d>>(Config::from_str(
                           "[model]\n@layers = \"with_padded.v1\"\n\n[model.layer]\n@layers = \"Relu.v1\"\nnO = 3"))),
                       Contains("tenon-E318") && Contains("Padded"));
+}
+
+TEST_CASE("registry: SparseLinear.v1/v2 and StaticVectors.v1 give what their C++ forms give", "[config][registry]") {
+    const SparseFeatures X = sparse_features({{1, 2, 3}, {}, {4, 1ull << 40}});
+    const Config bow = Config::from_str(R"(
+[model]
+@layers = "chain.v1"
+
+[model.*.bow]
+@layers = "SparseLinear.v2"
+nO = 3
+length = 1024
+
+[model.*.out]
+@layers = "Logistic.v1"
+)");
+    auto built = build_model<SparseFeatures, Floats2d>(bow);
+    built.initialize(X);
+    auto typed = SparseLinear<3>({.length = 1024}) >> sigmoid_activation();
+    typed.initialize(X);
+    Rng rng(5);
+    for (Node* n : typed.walk())
+        for (const auto& p : n->param_names())
+            if (n->has_param(p))
+                for (float& v : n->get_param(p)) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+    copy_params(typed, built);
+    CHECK(close(built.predict(X), typed.predict(X)));
+    auto [Y1, bp1] = built.begin_update(X);
+    auto [Y2, bp2] = typed.begin_update(X);
+    bp1(Y1);
+    bp2(Y2);
+    CHECK(grads_dfs(built) == grads_dfs(typed));
+    CHECK_THAT(codegen(bow), Contains("SparseLinear<3>({.length = 1024})"));
+    const Config v1 = Config::from_str("[model]\n@layers = \"SparseLinear.v1\"\nnO = 2");
+    auto old = build_model<SparseFeatures, Floats2d>(v1);
+    CHECK(old.model().attr_as<bool>("v1_indexing"));
+    CHECK(old.model().get_dim("length") == (1u << 18));
+    CHECK_THAT(codegen(v1), Contains("SparseLinear_v1<2>()"));
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"SparseLinear.v2\"\nnO = 2\nlength = 0")); }),
+               Contains("tenon-E276"));
+
+    // StaticVectors.v1: the table from a file.
+    const std::string path = (std::filesystem::temp_directory_path() / "tenon_test_config_vectors.txt").string();
+    std::ofstream(path) << "0.5 1 -1\n2 0 1\n-1 1 0.25\n";
+    const Config sv = Config::from_str("[model]\n@layers = \"StaticVectors.v1\"\nnO = 4\nvectors = \"" + path +
+                                       "\"\ncolumn = 1\ndropout = 0.1");
+    auto vec = build_model<Ints2d, Floats2d>(sv);
+    const Ints2d ids({3, 2}, {0, 2, 0, 1, 0, 7});
+    vec.initialize(ids);
+    CHECK(vec.model().get_dim("nM") == 3);
+    StaticVectors<4> same(load_vectors(path), {.column = 1, .dropout = 0.1});
+    same.initialize(ids);
+    copy_params(same, vec);
+    CHECK(close(vec.predict(ids), same.predict(ids)));
+    CHECK_THAT(codegen(sv), Contains("StaticVectors<4>(") && Contains("load_vectors(\"" + path + "\")") &&
+                                Contains("StaticVectorsOptions{.column = 1, .dropout = 0.1})"));
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"StaticVectors.v1\"\nnO = 4")); }),
+               Contains("tenon-E311") && Contains("vectors"));
+    CHECK_THAT(error_message([&] {
+                   build(Config::from_str("[model]\n@layers = \"StaticVectors.v1\"\nnO = 4\nnM = 5\nvectors = \"" +
+                                          path + "\""));
+               }),
+               Contains("tenon-E279"));
+    CHECK_THAT(error_message([] {
+                   build(Config::from_str("[model]\n@layers = \"StaticVectors.v1\"\nnO = 4\nvectors = \"/no/such.npy\""));
+               }),
+               Contains("tenon-E283"));
+    std::filesystem::remove(path);
 }

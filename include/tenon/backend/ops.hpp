@@ -74,6 +74,21 @@ public:
     virtual void scatter_add_rows(float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows,
                                   std::size_t per, const float* d, const float* mask) const = 0;
 
+    // --- Weighted sparse columns (SparseLinear: a hashed bag of features). Segment b (of
+    // nseg, lengths[b] features each, back to back) has for its feature f the value values[f]
+    // and `per` indices idx[f * per + k]; class c of index i is W[c * stride + i] (stride is
+    // the weights' length in Thinc's layout, 1 for its v1 indexing). The gather adds to Y
+    // (nseg x nO, holding the start values: the bias) Y[b, c] += values[f] * W[c * stride +
+    // idx[f * per + k]], feature by feature and k by k (Thinc's order). The scatter adds
+    // values[f] * dY[b, c] to dW at the same places (every touched entry and only those), and
+    // writes dvalues[f] = sum over k and c of dY[b, c] * W[...] when dvalues is not null.
+    virtual void sparse_gather_add(const float* W, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                                   std::size_t per, const float* values, const std::int32_t* lengths,
+                                   std::size_t nseg, float* Y) const = 0;
+    virtual void sparse_scatter_add(float* dW, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
+                                    std::size_t per, const float* values, const std::int32_t* lengths,
+                                    std::size_t nseg, const float* dY, const float* W, float* dvalues) const = 0;
+
     // --- Segment reductions over sequences given by their lengths (nseg of them, rows of
     // width n, back to back): Y (nseg x n, zero-filled by the caller) = the reduction of each
     // sequence; which (nseg x n: reduce_max's argmax row within its sequence) when asked.
