@@ -36,6 +36,7 @@
 #include "tenon/layers/expand_window.hpp"
 #include "tenon/layers/hashembed.hpp"
 #include "tenon/layers/embed.hpp"
+#include "tenon/layers/parametricattention.hpp"
 #include "tenon/combinators/uniqued.hpp"
 #include "tenon/optim/optimizer.hpp"
 #include "tenon/util/progress.hpp"

@@ -24,7 +24,7 @@ namespace {
 enum Entry : std::size_t {
     e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows, e_maxout,
     e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_segment, e_segment_backward,
-    e_seq2col, e_seq2col_backward, e_copy_rows, e_zero, e_stage_forward, e_stage_backward, e_adam, e_sgd,
+    e_seq2col, e_seq2col_backward, e_softmax_seq, e_softmax_seq_backward, e_scale_rows, e_row_dots, e_copy_rows, e_zero, e_stage_forward, e_stage_backward, e_adam, e_sgd,
     e_sum_squares, e_count_nonfinite, e_count
 };
 
@@ -122,6 +122,24 @@ public:
         hit(e_seq2col_backward);
         cpu.backprop_seq2col(dY, lengths, nseg, nW, n, dX);
     }
+    void softmax_sequences(float* x, const std::int32_t* lengths, std::size_t nseg, std::size_t n) const override {
+        hit(e_softmax_seq);
+        cpu.softmax_sequences(x, lengths, nseg, n);
+    }
+    void backprop_softmax_sequences(const float* dY, const float* Y, const std::int32_t* lengths, std::size_t nseg,
+                                    std::size_t n, float* dX) const override {
+        hit(e_softmax_seq_backward);
+        cpu.backprop_softmax_sequences(dY, Y, lengths, nseg, n, dX);
+    }
+    void scale_rows(const float* X, const float* a, std::size_t rows, std::size_t n, float* Y,
+                    bool add) const override {
+        hit(e_scale_rows);
+        cpu.scale_rows(X, a, rows, n, Y, add);
+    }
+    void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const override {
+        hit(e_row_dots);
+        cpu.row_dots(A, B, rows, n, out);
+    }
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override {
         hit(e_copy_rows);
@@ -200,6 +218,11 @@ public:
     }
     void backprop_seq2col(const float*, const std::int32_t*, std::size_t, std::size_t, std::size_t,
                           float*) const override { no(); }
+    void softmax_sequences(float*, const std::int32_t*, std::size_t, std::size_t) const override { no(); }
+    void backprop_softmax_sequences(const float*, const float*, const std::int32_t*, std::size_t, std::size_t,
+                                    float*) const override { no(); }
+    void scale_rows(const float*, const float*, std::size_t, std::size_t, float*, bool) const override { no(); }
+    void row_dots(const float*, const float*, std::size_t, std::size_t, float*) const override { no(); }
     void copy_rows(const float*, std::size_t, float*, std::size_t, std::size_t, std::size_t, bool) const override {
         no();
     }
