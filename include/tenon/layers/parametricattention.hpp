@@ -198,6 +198,8 @@ private:
         if (const Ragged* sample = X ? X : Y) {
             const std::size_t w = sample->data().shape(1);
             if (w == 0) throw_zero_width(*this, X ? "input" : "output sample", sample->rows(), this->dim(0));
+            // (a width the key transform fixed and the sample contradicts is the key transform's)
+            if constexpr (has_key_transform) check_attention_key_dims(*this, key_, w);
             this->resolve_dim(0, w);
             this->resolve_dim(1, w);
         } else if (this->dim(0) == dyn && this->dim(1) != dyn) {
