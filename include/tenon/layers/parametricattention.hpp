@@ -29,15 +29,20 @@
 namespace tenon {
 
 namespace check {
-struct key_transform {};  // which side of a check, in E270's arguments
 // E270: a key transform that is not a model from Floats2d to Floats2d.
 template <class KeyTransform, class Expects, class Given, class Produces>
 struct attention_key_types {
     static_assert(always_false<KeyTransform>,
                   "[tenon-E270] ParametricAttention_v2(key_transform): the keys are key_transform(X) for the rows X "
                   "of the Ragged input, so the key transform must be a model from Floats2d to Floats2d "
-                  "(expects_type<T> but given_type<U> / produces_type<V>, or not_a_model<U>: see the "
-                  "instantiation line)");
+                  "(expects_type<T> but given_type<U> / produces_type<V>: see the instantiation line)");
+};
+template <class NotAModel>
+struct attention_key_model {
+    static_assert(always_false<NotAModel>,
+                  "[tenon-E270] ParametricAttention_v2(key_transform): the key transform must be a model from "
+                  "Floats2d to Floats2d, and this argument is not a model (not_a_model<T>: see the instantiation "
+                  "line)");
 };
 // E271: a key transform whose static widths are not the attention's nO.
 template <class KeyTransform, class Expects, class Given, class Produces>
@@ -63,7 +68,7 @@ constexpr bool attention_widths_agree() {
 template <std::size_t NO, class K>
 constexpr auto attention_key_check_of() {
     if constexpr (!Model<K>) {
-        return attention_key_types<key_transform, expects_type<check::Floats2d>, not_a_model<name_t<K>>, ok>{};
+        return attention_key_model<not_a_model<name_t<K>>>{};
     } else if constexpr (!std::is_same_v<typename K::In, tenon::Floats2d> ||
                          !std::is_same_v<typename K::Out, tenon::Floats2d>) {
         return attention_key_types<K, expects_type<check::Floats2d>, given_type<name_t<typename K::In>>,
