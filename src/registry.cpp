@@ -30,6 +30,7 @@
 #include "tenon/layers/multisoftmax.hpp"
 #include "tenon/layers/sparselinear.hpp"
 #include "tenon/layers/staticvectors.hpp"
+#include "tenon/layers/parametricattention.hpp"
 #include "tenon/model/widths.hpp"
 #include "tenon/reduce/reduce_max.hpp"
 #include "tenon/reduce/reduce_mean.hpp"
@@ -1035,6 +1036,20 @@ void register_layers(Registry& r) {
     r.add("reduce_mean.v1", Factory([](Args&) { return DynModel(reduce_mean()).with_code("reduce_mean()"); }));
     r.add("reduce_sum.v1", Factory([](Args&) { return DynModel(reduce_sum()).with_code("reduce_sum()"); }));
     r.add("reduce_max.v1", Factory([](Args&) { return DynModel(reduce_max()).with_code("reduce_max()"); }));
+    r.add("ParametricAttention.v1", Factory([](Args& a) {
+              const std::size_t nO = a.dim("nO");
+              return DynModel(ParametricAttention<>(nO)).with_code("ParametricAttention" + widths({nO}) + "()");
+          }));
+    // key_transform: a model from Floats2d to Floats2d (E318 otherwise), or none (v1's math).
+    r.add("ParametricAttention.v2", Factory([](Args& a) {
+              auto key = a.get<std::optional<DynModel>>("key_transform", std::nullopt);
+              const std::size_t nO = a.dim("nO");
+              const std::string fn = "ParametricAttention_v2" + widths({nO});
+              if (!key) return DynModel(ParametricAttention<>(nO)).with_code(fn + "()");
+              std::string code;
+              F2d k = floats2d(*key, "ParametricAttention.v2", a.path(), code);
+              return DynModel(ParametricAttention_v2(std::move(k), nO)).with_code(fn + "(" + code + ")");
+          }));
 }
 }  // namespace
 

@@ -40,6 +40,7 @@
 #include "tenon/layers/staticvectors.hpp"
 #include "tenon/types/sparse.hpp"
 #include "tenon/layers/sparselinear.hpp"
+#include "tenon/layers/parametricattention.hpp"
 #include "tenon/combinators/uniqued.hpp"
 #include "tenon/optim/optimizer.hpp"
 #include "tenon/util/progress.hpp"

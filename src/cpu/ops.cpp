@@ -419,6 +419,30 @@ public:
             start = end;
         }
     }
+    void softmax_sequences(float* x, const std::int32_t* lengths, std::size_t nseg, std::size_t n) const override {
+        for (std::size_t b = 0; b < nseg; ++b) {
+            const auto len = static_cast<std::size_t>(lengths[b]);
+            fn::softmax_sequence_one(x, len, n);
+            x += len * n;
+        }
+    }
+    void backprop_softmax_sequences(const float* dY, const float* Y, const std::int32_t* lengths, std::size_t nseg,
+                                    std::size_t n, float* dX) const override {
+        for (std::size_t b = 0; b < nseg; ++b) {
+            const std::size_t len = static_cast<std::size_t>(lengths[b]), off = len * n;
+            fn::backprop_softmax_sequence_one(dY, Y, len, n, dX);
+            dY += off;
+            Y += off;
+            dX += off;
+        }
+    }
+    void scale_rows(const float* X, const float* a, std::size_t rows, std::size_t n, float* Y,
+                    bool add) const override {
+        for (std::size_t r = 0; r < rows; ++r) fn::scale_row(X + r * n, a[r], n, Y + r * n, add);
+    }
+    void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const override {
+        for (std::size_t r = 0; r < rows; ++r) out[r] = fn::row_dot(A + r * n, B + r * n, n);
+    }
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override {
         if (!add && from_ld == w && to_ld == w) {

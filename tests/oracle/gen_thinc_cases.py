@@ -42,6 +42,8 @@ try:
         Maxout,
         Mish,
         MultiSoftmax,
+        NumpyOps,
+        ParametricAttention,
         Relu,
         SGD,
         Sigmoid,
@@ -51,6 +53,7 @@ try:
         sigmoid_activation,
         to_categorical,
     )
+    from thinc.types import Ragged
 except ImportError as e:  # pragma: no cover
     sys.stderr.write(
         "gen_thinc_cases.py: cannot import numpy/thinc (%s).\n"
@@ -406,6 +409,95 @@ def case_sgd():
 
 
 # ---------------------------------------------------------------------------
+# ParametricAttention (v1: Thinc's layer; v2: computed with Thinc's ops and a Thinc key
+# transform, as newer Thinc's ParametricAttention_v2 does: Thinc 8.1 has no v2)
+# ---------------------------------------------------------------------------
+
+ATTN_LENGTHS = (3, 1, 0, 4, 2)  # a length-1 and a length-0 sequence among others
+ATTN_WIDTH = 5
+
+
+def attention_input(rng):
+    n = sum(ATTN_LENGTHS)
+    X = Ragged(normal(rng, 1.0, (n, ATTN_WIDTH)), numpy.asarray(ATTN_LENGTHS, dtype="i"))
+    # Q larger than Thinc's initial +-0.1, so that the weights are far from uniform (every
+    # score stays well inside Thinc's clip to [-20, 20], where its softmax is exact)
+    Q = normal(rng, 0.8, (ATTN_WIDTH,))
+    return X, Q
+
+
+def add_attention_io(case, X, Q, dY, Y, dX, dQ):
+    case.add_ragged("X", X)
+    case.add("Q", Q)
+    case.add("dY", dY)
+    case.add_ragged("Y", Y)
+    case.add_ragged("dX", dX)
+    case.add("d.Q", dQ)
+
+
+def case_attention():
+    rng = numpy.random.RandomState(150)
+    case = CaseWriter("attention")
+    X, Q = attention_input(rng)
+    model = ParametricAttention(nO=ATTN_WIDTH)
+    model.initialize(X=X)
+    model.set_param("Q", Q)
+    Y, backprop = model.begin_update(X)
+    dY = normal(rng, 1.0, Y.dataXd.shape)
+    dX = backprop(Ragged(dY.copy(), X.lengths))
+    Ypred = model.predict(X)
+    if not numpy.allclose(Ypred.dataXd, Y.dataXd):
+        raise CaseError("attention: predict differs from begin_update")
+    add_attention_io(case, X, Q, dY, Y, dX, model.get_grad("Q"))
+    return case
+
+
+def attention_v2(ops, key_transform, Q, X, dY):
+    """ParametricAttention_v2's forward and backward (newer Thinc), with Thinc's own ops and
+    key transform: returns Y, dX, dQ (the key transform's gradients are in its nodes)."""
+    lengths = X.lengths
+    if key_transform is None:
+        K, bp_K = X.dataXd, None
+    else:
+        K, bp_K = key_transform.begin_update(X.dataXd)
+    a = ops.softmax_sequences(ops.gemm(K, ops.reshape2f(Q, -1, 1)), lengths)
+    Y = X.dataXd * a
+    dX = dY * a
+    d_a = (X.dataXd * dY).sum(axis=1, keepdims=True)
+    d_a = ops.backprop_softmax_sequences(d_a, a, lengths)
+    dQ = ops.gemm(K, d_a, trans1=True).ravel()
+    dK = ops.xp.outer(d_a, Q)
+    dX = dX + (dK if bp_K is None else bp_K(dK))
+    return Ragged(Y, lengths), Ragged(dX, lengths), dQ
+
+
+def case_attention_v2():
+    rng = numpy.random.RandomState(151)
+    case = CaseWriter("attention_v2")
+    ops = NumpyOps()
+    X, Q = attention_input(rng)
+    key = Relu(nO=ATTN_WIDTH, nI=ATTN_WIDTH)
+    key.initialize(X=X.dataXd)
+    randomize_dense(rng, key)
+    dY = normal(rng, 1.0, X.dataXd.shape)
+    Y, dX, dQ = attention_v2(ops, key, Q, X, dY)
+    add_attention_io(case, X, Q, dY, Y, dX, dQ)
+    write_params(case, key, ["W", "b"], prefix="key.")
+    write_grads(case, key, ["W", "b"], prefix="key.")
+    # v2 without a key transform is v1: the same outputs and gradients as Thinc's layer
+    v1 = ParametricAttention(nO=ATTN_WIDTH)
+    v1.initialize(X=X)
+    v1.set_param("Q", Q)
+    Y1, bp1 = v1.begin_update(X)
+    dX1 = bp1(Ragged(dY.copy(), X.lengths))
+    Y0, dX0, dQ0 = attention_v2(ops, None, Q, X, dY)
+    for what, a, b in (("Y", Y0.dataXd, Y1.dataXd), ("dX", dX0.dataXd, dX1.dataXd), ("dQ", dQ0, v1.get_grad("Q"))):
+        if not numpy.allclose(a, b, rtol=1e-5, atol=1e-6):
+            raise CaseError("attention_v2: without a key transform, %s differs from v1's" % what)
+    return case
+
+
+# ---------------------------------------------------------------------------
 # Losses
 # ---------------------------------------------------------------------------
 
@@ -488,6 +580,8 @@ CASES = [
     ("sigmoid_activation", case_sigmoid_activation),
     ("softmax", case_softmax),
     ("multisoftmax", case_multisoftmax),
+    ("attention", case_attention),
+    ("attention_v2", case_attention_v2),
     ("softmax_temperature", case_softmax_temperature),
     ("mish", case_mish),
     ("mish_normalize", case_mish_normalize),

@@ -60,6 +60,47 @@ TEST_CASE("oracle: Softmax", "[oracle]") { run_layer_case(Softmax<7>(), "softmax
 TEST_CASE("oracle: MultiSoftmax", "[oracle]") {
     run_layer_case(MultiSoftmax<>({3, 4}), "multisoftmax", {"W", "b"});
 }
+// ParametricAttention: Ragged in and out, sequences of lengths 3, 1, 0, 4, 2 (Thinc's Q set).
+namespace {
+template <class M>
+void run_attention_case(M& model, const Case& c) {
+    const Ragged X = read_ragged(c, "X");
+    model.initialize(X);
+    model.set_param("Q", c.param("Q"));
+    check_close(c, "Y", model.predict(X));
+    auto [Y, backprop] = model.begin_update(X);
+    check_close(c, "Y", Y);
+    check_close(c, "dX", backprop(X.with_data(c.f2("dY"))));
+    check_close(c, "d.Q", model.get_grad("Q"));
+}
+}  // namespace
+TEST_CASE("oracle: ParametricAttention (v1)", "[oracle]") {
+    Case c("attention");
+    ParametricAttention<5> model;
+    run_attention_case(model, c);
+}
+TEST_CASE("oracle: ParametricAttention_v2 with a Relu key transform", "[oracle]") {
+    // Thinc 8.1 has no v2: the generator computes it with Thinc's ops and Thinc's Relu.
+    Case c("attention_v2");
+    auto model = ParametricAttention_v2(Relu<5, 5>());
+    const Ragged X = read_ragged(c, "X");
+    model.initialize(X);  // (then Thinc's weights, as the generator set them)
+    model.key_transform().set_param("W", c.param("key.W"));
+    model.key_transform().set_param("b", c.param("key.b"));
+    model.set_param("Q", c.param("Q"));
+    check_close(c, "Y", model.predict(X));
+    auto [Y, backprop] = model.begin_update(X);
+    check_close(c, "Y", Y);
+    check_close(c, "dX", backprop(X.with_data(c.f2("dY"))));
+    check_close(c, "d.Q", model.get_grad("Q"));
+    check_close(c, "d.key.W", model.key_transform().get_grad("W"));
+    check_close(c, "d.key.b", model.key_transform().get_grad("b"));
+}
+TEST_CASE("oracle: ParametricAttention_v2 without a key transform is v1", "[oracle]") {
+    Case c("attention");
+    auto model = ParametricAttention_v2<5>();
+    run_attention_case(model, c);
+}
 TEST_CASE("oracle: Softmax temperature", "[oracle]") {
     Case c("softmax_temperature");
     run_layer_case(Softmax<7>({.temperature = c.scalar("temperature")}), "softmax_temperature", {"W", "b"});

@@ -24,8 +24,9 @@ namespace {
 enum Entry : std::size_t {
     e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows, e_maxout,
     e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_sparse_gather, e_sparse_scatter,
-    e_segment, e_segment_backward, e_seq2col, e_seq2col_backward, e_copy_rows, e_zero, e_lstm, e_lstm_backward,
-    e_stage_forward, e_stage_backward, e_adam, e_sgd, e_sum_squares, e_count_nonfinite, e_count
+    e_segment, e_segment_backward, e_seq2col, e_seq2col_backward, e_softmax_seq, e_softmax_seq_backward, e_scale_rows,
+    e_row_dots, e_copy_rows, e_zero, e_lstm, e_lstm_backward, e_stage_forward, e_stage_backward, e_adam, e_sgd,
+    e_sum_squares, e_count_nonfinite, e_count
 };
 
 // Forwards to cpu_ops() and counts each entry.
@@ -134,6 +135,24 @@ public:
         hit(e_seq2col_backward);
         cpu.backprop_seq2col(dY, lengths, nseg, nW, n, dX);
     }
+    void softmax_sequences(float* x, const std::int32_t* lengths, std::size_t nseg, std::size_t n) const override {
+        hit(e_softmax_seq);
+        cpu.softmax_sequences(x, lengths, nseg, n);
+    }
+    void backprop_softmax_sequences(const float* dY, const float* Y, const std::int32_t* lengths, std::size_t nseg,
+                                    std::size_t n, float* dX) const override {
+        hit(e_softmax_seq_backward);
+        cpu.backprop_softmax_sequences(dY, Y, lengths, nseg, n, dX);
+    }
+    void scale_rows(const float* X, const float* a, std::size_t rows, std::size_t n, float* Y,
+                    bool add) const override {
+        hit(e_scale_rows);
+        cpu.scale_rows(X, a, rows, n, Y, add);
+    }
+    void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const override {
+        hit(e_row_dots);
+        cpu.row_dots(A, B, rows, n, out);
+    }
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override {
         hit(e_copy_rows);
@@ -229,6 +248,11 @@ public:
     }
     void backprop_seq2col(const float*, const std::int32_t*, std::size_t, std::size_t, std::size_t,
                           float*) const override { no(); }
+    void softmax_sequences(float*, const std::int32_t*, std::size_t, std::size_t) const override { no(); }
+    void backprop_softmax_sequences(const float*, const float*, const std::int32_t*, std::size_t, std::size_t,
+                                    float*) const override { no(); }
+    void scale_rows(const float*, const float*, std::size_t, std::size_t, float*, bool) const override { no(); }
+    void row_dots(const float*, const float*, std::size_t, std::size_t, float*) const override { no(); }
     void copy_rows(const float*, std::size_t, float*, std::size_t, std::size_t, std::size_t, bool) const override {
         no();
     }
@@ -452,4 +476,47 @@ TEST_CASE("backend: the CPU's gathers, segment reductions and maxout on known va
     const float dy[2] = {7, 8};
     ops.maxout_backward(dy, w, 1, 2, 3, dZ);
     CHECK((dZ[0] == 0 && dZ[1] == 0 && dZ[2] == 7 && dZ[3] == 8 && dZ[4] == 0 && dZ[5] == 0));
+}
+
+TEST_CASE("backend: ParametricAttention runs on the model's ops", "[backend]") {
+    CountingOps counting;
+    auto model = list2ragged() >> with_array<Ragged>(Relu<6>()) >> ParametricAttention_v2(Linear<6, 6>()) >>
+                 ParametricAttention<6>() >> reduce_mean() >> Softmax<3>();
+    const List<Floats2d> X{std::vector<Floats2d>{random_array(3, 4, 1), Floats2d({0, 4}), random_array(1, 4, 2),
+                                                 random_array(5, 4, 3)}};
+    model.initialize(X);
+    same_as_cpu(model, counting, X, 3);
+    for (Entry e : {e_gemm, e_softmax_seq, e_softmax_seq_backward, e_scale_rows, e_row_dots, e_copy_rows})
+        CHECK(counting[e] > 0);
+    RefusingOps refusing;
+    model.set_ops(refusing);
+    CHECK_THROWS_WITH(model.predict(X), "refusing backend called");
+}
+
+TEST_CASE("backend: the CPU's sequence softmax and row scalars on known values", "[backend]") {
+    const Ops& ops = cpu_ops();
+    // sequences of lengths 2, 0, 1 over 2 columns: each column's softmax within its sequence
+    float x[6] = {0.0f, 1.0f, std::log(3.0f), 1.0f, 7.0f, -2.0f};
+    const std::int32_t lengths[3] = {2, 0, 1};
+    ops.softmax_sequences(x, lengths, 3, 2);
+    CHECK(x[0] == Approx(0.25f));
+    CHECK(x[2] == Approx(0.75f));
+    CHECK((x[1] == Approx(0.5f) && x[3] == Approx(0.5f)));
+    CHECK((x[4] == 1.0f && x[5] == 1.0f));  // a sequence of one row: weight 1
+    // backward: dx = y * (dy - sum y dy) per column and sequence
+    const float dy[6] = {1, 0, 2, 0, 5, 5};
+    float dx[6];
+    ops.backprop_softmax_sequences(dy, x, lengths, 3, 2, dx);
+    CHECK(dx[0] == Approx(0.25 * (1 - 1.75)));
+    CHECK(dx[2] == Approx(0.75 * (2 - 1.75)));
+    CHECK((dx[1] == Approx(0.0).margin(1e-7) && dx[4] == Approx(0.0).margin(1e-7)));
+    const float X[4] = {1, 2, 3, 4}, a[2] = {2, -1};
+    float Y[4] = {10, 10, 10, 10};
+    ops.scale_rows(X, a, 2, 2, Y, true);
+    CHECK((Y[0] == 12 && Y[1] == 14 && Y[2] == 7 && Y[3] == 6));
+    ops.scale_rows(X, a, 2, 2, Y, false);
+    CHECK((Y[0] == 2 && Y[1] == 4 && Y[2] == -3 && Y[3] == -4));
+    float d[2];
+    ops.row_dots(X, Y, 2, 2, d);
+    CHECK((d[0] == 10 && d[1] == -25));
 }

@@ -902,3 +902,82 @@ length = 1024
                Contains("tenon-E283"));
     std::filesystem::remove(path);
 }
+
+TEST_CASE("config: ParametricAttention.v1 and ParametricAttention.v2 (key_transform)", "[config][registry]") {
+    const char* cfg = R"(
+[model]
+@layers = "chain.v1"
+
+[model.*.a]
+@layers = "list2ragged.v1"
+
+[model.*.b]
+@layers = "with_array.v1"
+
+[model.*.b.layer]
+@layers = "Relu.v1"
+nO = 4
+
+[model.*.c]
+@layers = "ParametricAttention.v2"
+nO = 4
+
+[model.*.c.key_transform]
+@layers = "Linear.v1"
+nO = 4
+nI = 4
+
+[model.*.d]
+@layers = "ParametricAttention.v1"
+
+[model.*.e]
+@layers = "reduce_sum.v1"
+
+[model.*.f]
+@layers = "Softmax.v1"
+nO = 3
+)";
+    const Config c = Config::from_str(cfg);
+    auto built = build_model<List<Floats2d>, Floats2d>(c);
+    auto model = list2ragged() >> with_array<Ragged>(Relu<4>()) >> ParametricAttention_v2<4>(Linear<4, 4>()) >>
+                 ParametricAttention<>() >> reduce_sum() >> Softmax<3>();
+    List<Floats2d> X;
+    X.push_back(inputs(3, 5));
+    X.push_back(inputs(1, 5, 0.5f));
+    X.push_back(Floats2d({0, 5}));
+    X.push_back(inputs(4, 5, 2.0f));
+    built.initialize(X);
+    model.initialize(X);
+    copy_params(model, built);
+    CHECK(close(built.predict(X), model.predict(X)));
+    auto [Y1, bp1] = built.begin_update(X);
+    auto [Y2, bp2] = model.begin_update(X);
+    const Floats2d dY = inputs(4, 3);
+    bp1(dY);
+    bp2(dY);
+    CHECK(close_grads(grads_dfs(built), grads_dfs(model)));
+    // codegen writes the same model as a type
+    const std::string code = codegen(c);
+    CHECK_THAT(code, Contains("ParametricAttention_v2<4>(Linear<4, 4>())") && Contains("ParametricAttention<>()"));
+    // v2 without a key transform is v1's model
+    DynModel plain = build(Config::from_str("[model]\n@layers = \"ParametricAttention.v2\"\nnO = 6"));
+    REQUIRE(plain.is<Ragged, Ragged>());
+    CHECK(plain.code<Ragged, Ragged>() == "ParametricAttention_v2<6>()");
+    auto p = plain.take<Ragged, Ragged>();
+    p.initialize();
+    CHECK(p.get_dim("nO") == 6);
+    // a key transform that is not Floats2d -> Floats2d; a width that is not one
+    CHECK_THAT(error_message([] {
+                   build(Config::from_str("[model]\n@layers = \"ParametricAttention.v2\"\n[model.key_transform]\n"
+                                          "@layers = \"reduce_sum.v1\""));
+               }),
+               Contains("tenon-E318") && Contains("ParametricAttention.v2") && Contains("Ragged"));
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"ParametricAttention.v1\"\nnO = 0")); }),
+               Contains("tenon-E314") && Contains("nO"));
+    // the key transform's widths against nO: tenon-E272, with the config's path
+    CHECK_THAT(error_message([] {
+                   build(Config::from_str("[model]\n@layers = \"ParametricAttention.v2\"\nnO = 4\n"
+                                          "[model.key_transform]\n@layers = \"Linear.v1\"\nnO = 5"));
+               }),
+               Contains("tenon-E272") && Contains("[model]"));
+}

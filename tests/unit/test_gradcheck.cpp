@@ -322,6 +322,41 @@ void run_check(M model, const Floats2d& X, const ObjectiveFor& objective = linea
     check_gradients(model, X, objective, opt);
 }
 
+// A Ragged -> Ragged model (ParametricAttention) run on the rows of a Floats2d cut into fixed
+// sequences, so that the checker (which takes Floats2d models) sees its dX and parameters.
+template <class M>
+class OnLengths : public Layer<OnLengths<M>, Floats2d, Floats2d> {
+    using Base = Layer<OnLengths<M>, Floats2d, Floats2d>;
+    friend Base;
+
+public:
+    OnLengths(M model, std::initializer_list<std::int32_t> lengths)
+        : Base("on_lengths", {}, {}), model_(std::move(model)), lengths_({lengths.size()}, lengths) {}
+    M& model() noexcept { return model_; }
+    void for_each_child(const std::function<void(Node&)>& f) override { f(model_); }
+    struct Backprop {
+        typename M::Backprop bp;
+        Ints1d lengths;
+        Floats2d operator()(Floats2dCView dY) const { return bp(Ragged(Floats2d(dY), lengths)).data(); }
+    };
+
+private:
+    Ragged ragged(Floats2dCView X) const { return Ragged(Floats2d(X), lengths_); }
+    void init_impl(const Floats2dCView* X, const Floats2dCView*) {
+        if (X) model_.initialize(ragged(*X));
+        else model_.initialize();
+        this->mark_initialized();
+    }
+    Floats2d predict_impl(Floats2dCView X) const { return model_.predict(ragged(X)).data(); }
+    std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool is_train) {
+        auto [Y, bp] = model_(ragged(X), is_train);
+        return {std::move(Y).data(), Backprop{std::move(bp), lengths_}};
+    }
+
+    M model_;
+    Ints1d lengths_;
+};
+
 struct Case {
     const char* name;
     std::function<void()> run;
@@ -367,6 +402,29 @@ const std::vector<Case>& cases() {
          [] { run_check(Relu<6>() >> Linear<5>() >> Softmax<3>(), random_array(5, 4, 21), crossentropy_objective); }},
         {"clone", [] { run_check(clone(Mish<5>({.normalize = true}), 3), random_array(4, 5, 22)); }},
         {"clone of a chain", [] { run_check(clone(Relu<4>() >> Linear<4>(), 2), random_array(3, 4, 23)); }},
+        // ParametricAttention over sequences of lengths 3, 1, 0, 4, 2 (a row alone in its
+        // sequence has weight 1 and no gradient through its score; an empty one is nothing).
+        {"ParametricAttention",
+         [] { run_check(OnLengths(ParametricAttention<5>(), {3, 1, 0, 4, 2}), random_array(10, 5, 24)); }},
+        {"ParametricAttention_v2 with a Linear key transform",
+         [] {
+             run_check(OnLengths(ParametricAttention_v2(Linear<5, 5>()), {3, 1, 0, 4, 2}), random_array(10, 5, 25));
+         }},
+        {"ParametricAttention_v2 with a Relu key transform (Q, W, b, dX)",
+         [] { run_check(OnLengths(ParametricAttention_v2(Relu<4>()), {2, 5, 1}), random_array(8, 4, 26)); }},
+        {"ParametricAttention_v2 without a key transform",
+         [] { run_check(OnLengths(ParametricAttention_v2<3>(), {4, 2}), random_array(6, 3, 27)); }},
+        // Scores far beyond Thinc's clip to [-20, 20]: tenon's weights are the softmax of the
+        // scores themselves, whose gradient the backprop is.
+        {"ParametricAttention with scores beyond +-20",
+         [] {
+             auto m = OnLengths(ParametricAttention<4>(), {3, 2, 1});
+             const Floats2d X = random_array(6, 4, 28, -4.0, 4.0);
+             m.initialize(X);
+             const float Q[4] = {3.0f, -2.5f, 2.0f, 3.5f};
+             m.model().set_param("Q", param_view(Floats1d({4}, {Q[0], Q[1], Q[2], Q[3]})));
+             check_gradients(m, X);
+         }},
     };
     return table;
 }

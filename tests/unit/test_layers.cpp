@@ -458,3 +458,212 @@ TEST_CASE("layers: MultiSoftmax gives a distribution per group; bad groups, widt
     for (std::size_t i = 0; same_bits && i < dXa.size(); ++i) same_bits = dXa[i] == dXb[i];
     CHECK(same_bits);
 }
+
+namespace {
+// ParametricAttention's output with a plain double loop: each row of X times the softmax over
+// its sequence of the rows' scores K Q (K = X without a key transform).
+Floats2d attention_ref(const Ragged& X, const Floats2d& K, CParamView Q) {
+    const std::size_t n = X.data().shape(1);
+    Floats2d Y({X.rows(), n});
+    std::size_t r0 = 0;
+    for (std::size_t s = 0; s < X.size(); ++s) {
+        const auto len = static_cast<std::size_t>(X.lengths()[s]);
+        std::vector<double> score(len);
+        double mx = -1e300, sum = 0;
+        for (std::size_t t = 0; t < len; ++t) {
+            for (std::size_t j = 0; j < n; ++j) score[t] += double(K(r0 + t, j)) * Q.data[j];
+            mx = std::max(mx, score[t]);
+        }
+        for (double& v : score) sum += (v = std::exp(v - mx));
+        for (std::size_t t = 0; t < len; ++t)
+            for (std::size_t j = 0; j < n; ++j)
+                Y(r0 + t, j) = static_cast<float>(X.data()(r0 + t, j) * score[t] / sum);
+        r0 += len;
+    }
+    return Y;
+}
+bool close_to(const Floats2d& a, const Floats2d& b, float tol = 1e-5f) {
+    if (a.shape() != b.shape()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::abs(a[i] - b[i]) > tol * (1.0f + std::abs(b[i]))) return false;
+    return true;
+}
+}  // namespace
+
+TEST_CASE("layers: ParametricAttention weights each sequence's rows by a softmax of their scores", "[layers][attention]") {
+    const Ragged X(random_array(10, 5, 71), {3, 1, 0, 4, 2});
+    ParametricAttention<> m;
+    CHECK(m.name() == "para-attn");
+    CHECK(!m.has_dim("nO"));
+    m.initialize(X);
+    CHECK(m.get_dim("nO") == 5);
+    CHECK(m.get_dim("nI") == 5);
+    for (float q : m.get_param("Q")) CHECK((q >= -0.1f && q <= 0.1f));  // Thinc's uniform(-0.1, 0.1)
+    randomize(m, 72);
+    const Ragged Y = m.predict(X);
+    CHECK(std::equal(Y.lengths().begin(), Y.lengths().end(), X.lengths().begin()));
+    CHECK(close_to(Y.data(), attention_ref(X, X.data(), m.get_param("Q"))));
+    // The length-1 sequence's row has weight 1: it passes unchanged.
+    for (std::size_t j = 0; j < 5; ++j) CHECK(Y.data()(3, j) == Approx(X.data()(3, j)));
+    auto [Yt, bp] = m.begin_update(X);
+    CHECK(Yt.data()[7] == Y.data()[7]);
+    const Ragged dX = bp(X.with_data(random_array(10, 5, 73)));
+    CHECK(dX.data().shape() == X.data().shape());
+    CHECK(testing::nonzero(m.get_grad("Q")));
+
+    // Scores beyond Thinc's clip to [-20, 20]: tenon's weights are the scores' softmax (Thinc
+    // 8.1's would be those of the clipped scores: here (0.5, 0.5) where the true ones differ).
+    ParametricAttention<2> big;
+    const Ragged Xb(Floats2d({2, 2}, {30.0f, 0.0f, 25.0f, 0.0f}), {2});
+    big.initialize(Xb);
+    big.set_param("Q", param_view(Floats1d({2}, {1.0f, 0.0f})));  // scores 30 and 25
+    const Ragged Yb = big.predict(Xb);
+    const double w0 = 1.0 / (1.0 + std::exp(-5.0));
+    CHECK(Yb.data()(0, 0) == Approx(30.0 * w0).epsilon(1e-5));
+    CHECK(Yb.data()(1, 0) == Approx(25.0 * (1.0 - w0)).epsilon(1e-4));
+}
+
+TEST_CASE("layers: ParametricAttention_v2's key transform is a child: keys, files, copies, training", "[layers][attention]") {
+    const Ragged X(random_array(9, 4, 74), {2, 0, 5, 1, 1});
+    auto m = ParametricAttention_v2(Relu<4>());
+    static_assert(std::is_same_v<decltype(m), ParametricAttentionV2<4, Relu<4>>>);
+    CHECK(m.get_dim("nO") == 4);  // from the key transform's static width
+    m.initialize(X);
+    CHECK(m.key_transform().get_dim("nI") == 4);
+    REQUIRE(m.walk().size() == 2);
+    CHECK(m.walk()[1] == &m.key_transform());
+    randomize(m, 75);
+    const Floats2d K = m.key_transform().predict(X.data());
+    CHECK(close_to(m.predict(X).data(), attention_ref(X, K, m.get_param("Q"))));
+    // The gradients reach the key transform; finish_update trains both.
+    auto [Y, bp] = m.begin_update(X);
+    bp(X.with_data(random_array(9, 4, 76)));
+    CHECK(testing::nonzero(m.key_transform().get_grad("W")));
+    CHECK(m.get_gradients().size() == 3);  // Q, W, b
+    const auto before = testing::all_params(m);
+    Optimizer opt = Adam(0.01);
+    m.finish_update(opt);
+    CHECK(testing::all_params(m) != before);
+    // A file holds Q and the key transform's weights; a copy is a model of its own.
+    auto loaded = ParametricAttention_v2(Relu<4>());
+    loaded.from_bytes(m.to_bytes());
+    CHECK(testing::all_params(loaded) == testing::all_params(m));
+    CHECK(loaded.predict(X).data()[5] == m.predict(X).data()[5]);
+    auto copy = m;
+    copy.key_transform().get_param("W").data[0] += 1.0f;
+    CHECK(copy.key_transform().get_param("W").data[0] != m.key_transform().get_param("W").data[0]);
+    // A key transform of dyn widths gets nO = the input's width; a type-erased one works too.
+    auto dynkey = ParametricAttention_v2(AnyModel<Floats2d, Floats2d>(Linear<>()));
+    dynkey.initialize(X);
+    CHECK(dynkey.key_transform().get_dim("nO") == 4);
+    CHECK(dynkey.predict(X).data().shape(1) == 4);
+    // Without a key transform, v2 is v1.
+    static_assert(std::is_same_v<decltype(ParametricAttention_v2<4>()), ParametricAttention<4>>);
+}
+
+TEST_CASE("layers: ParametricAttention's edge cases and errors", "[layers][attention]") {
+    ParametricAttention<3> m;
+    const Ragged X(random_array(5, 3, 77), {2, 3});
+    m.initialize(X);
+    SECTION("an empty batch, and sequences of no rows") {
+        for (const Ragged& E : {Ragged(Floats2d({0, 3}), Ints1d({0})), Ragged(Floats2d({0, 3}), {0, 0, 0})}) {
+            const Ragged Y = m.predict(E);
+            CHECK(Y.rows() == 0);
+            CHECK(Y.size() == E.size());
+            auto [Yt, bp] = m.begin_update(E);
+            const Ragged dX = bp(Yt);
+            CHECK(dX.rows() == 0);
+            CHECK(dX.size() == E.size());
+            CHECK(!testing::nonzero(m.get_grad("Q")));
+        }
+        auto v2 = ParametricAttention_v2(Linear<3, 3>());
+        v2.initialize(X);
+        const Ragged E(Floats2d({0, 3}), {0, 0});
+        auto [Yt, bp] = v2.begin_update(E);
+        CHECK(bp(Yt).rows() == 0);
+    }
+    SECTION("wrong widths at run time: the input, a zero width, the sample") {
+        CHECK_THROWS_WITH(m.predict(Ragged(random_array(5, 4, 1), {5})),
+                          Contains("tenon-E101") && Contains("para-attn") && Contains("3") && Contains("4"));
+        CHECK_THROWS_WITH(m.begin_update(Ragged(Floats2d({2, 0}), {2})), Contains("tenon-E260"));
+        ParametricAttention<3> fresh;
+        CHECK_THROWS_WITH(fresh.initialize(Ragged(random_array(2, 4, 1), {2})), Contains("tenon-E101"));
+        ParametricAttention<> unknown;
+        CHECK_THROWS_WITH(unknown.initialize(), Contains("tenon-E105"));
+    }
+    SECTION("a gradient not shaped like the output: tenon-E273") {
+        auto [Y, bp] = m.begin_update(X);
+        CHECK_THROWS_WITH(bp(Ragged(random_array(5, 3, 2), {3, 2})),
+                          Contains("tenon-E273") && Contains("para-attn") && Contains("[2, 3]") && Contains("[3, 2]"));
+        CHECK_THROWS_WITH(bp(Ragged(random_array(5, 2, 2), {2, 3})), Contains("tenon-E273") && Contains("width 2"));
+        CHECK_THROWS_WITH(bp(Ragged(random_array(5, 3, 2), {5})), Contains("tenon-E273"));
+    }
+    SECTION("a key transform of other widths: tenon-E272") {
+        // Known when the model is made (the key transform's options) ...
+        CHECK_THROWS_WITH(ParametricAttention_v2<3>(Linear<>({.nO = 4})),
+                          Contains("tenon-E272") && Contains("linear") && Contains("nO is 4"));
+        // ... at initialize (a sample wider than the key transform) ...
+        auto k = ParametricAttention_v2(AnyModel<Floats2d, Floats2d>(Linear<>({.nI = 4})));
+        CHECK_THROWS_WITH(k.initialize(X), Contains("tenon-E272") && Contains("nI is 4"));
+        // ... or at a call (a key transform changed after initialize).
+        auto c = ParametricAttention_v2(Linear<>());
+        c.initialize(X);
+        c.key_transform().set_dim("nO", 2, true);
+        c.key_transform().initialize();
+        CHECK_THROWS_WITH(c.predict(X), Contains("tenon-E272") && Contains("expected (5, 3) but found (5, 2)"));
+    }
+}
+
+TEST_CASE("layers: a classifier with ParametricAttention trains; the plan leaves it to its layers", "[layers][attention]") {
+    // Each document's class is the sign pattern of its mean row's first two columns.
+    Rng rng(78);
+    std::vector<Floats2d> docs;
+    Ints1d labels({24});
+    for (std::size_t d = 0; d < 24; ++d) {
+        const std::size_t len = 1 + d % 5;
+        Floats2d doc({len, 6});
+        for (float& v : doc) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+        const int c = d % 3;
+        for (std::size_t t = 0; t < len; ++t) doc(t, static_cast<std::size_t>(c)) += 1.5f;
+        labels[d] = c;
+        docs.push_back(std::move(doc));
+    }
+    const List<Floats2d> X(std::move(docs));
+    auto model = list2ragged() >> with_array<Ragged>(Relu<8>()) >> ParametricAttention<8>() >> reduce_sum() >>
+                 Softmax<3>();
+    using M = decltype(model);
+    // No stage of a plan takes it: lower(model) does not compile for such a model (the Plan's
+    // static_assert), and the model's own calls run its layers.
+    static_assert(!lowering::engine_types<M>);
+    fix_random_seed(79);
+    model.initialize(X);
+    const CategoricalCrossentropy loss;
+    Optimizer opt = Adam(0.01);
+    double first = 0, last = 0;
+    for (int step = 0; step < 60; ++step) {
+        auto [P, bp] = model.begin_update(X);
+        const double l = loss.get_loss(P, labels);
+        (step == 0 ? first : last) = l;
+        bp(loss.get_grad(P, labels));
+        model.finish_update(opt);
+    }
+    CHECK(!model.uses_plan());
+    CHECK(last < 0.5 * first);
+    // The same with v2 and a key transform.
+    auto model2 = list2ragged() >> with_array<Ragged>(Relu<8>()) >> ParametricAttention_v2(Relu<8>()) >>
+                  reduce_sum() >> Softmax<3>();
+    model2.initialize(X);
+    first = last = 0;
+    for (int step = 0; step < 60; ++step) {
+        auto [P, bp] = model2.begin_update(X);
+        const double l = loss.get_loss(P, labels);
+        (step == 0 ? first : last) = l;
+        bp(loss.get_grad(P, labels));
+        model2.finish_update(opt);
+    }
+    CHECK(last < 0.5 * first);
+    // With plans off, the same bits (there is no plan to differ from).
+    const Floats2d P1 = model.predict(X);
+    const LayersOnly layers;
+    CHECK(testing::same(model.predict(X), P1));
+}

@@ -236,6 +236,43 @@ TENON_HD inline void segment_reduce_one_backward(Reduce r, const float* dy, std:
     }
 }
 
+// Softmax over the rows of one sequence (len rows of width n), column by column, in place:
+// x[t, j] = exp(x[t, j] - max_t x[t, j]) / sum_t exp(...) (ParametricAttention's weights,
+// Thinc's ops.softmax_sequences). A sequence of no rows is nothing to do.
+TENON_HD inline void softmax_sequence_one(float* x, std::size_t len, std::size_t n) {
+    if (len == 0) return;
+    for (std::size_t j = 0; j < n; ++j) {
+        float mx = x[j];
+        for (std::size_t t = 1; t < len; ++t) mx = x[t * n + j] > mx ? x[t * n + j] : mx;
+        float sum = 0.0f;
+        for (std::size_t t = 0; t < len; ++t) sum += (x[t * n + j] = std::exp(x[t * n + j] - mx));
+        const float inv = 1.0f / sum;
+        for (std::size_t t = 0; t < len; ++t) x[t * n + j] *= inv;
+    }
+}
+// Its backward over one sequence: dx = y * (dy - sum_t y * dy), column by column (dx may be dy).
+TENON_HD inline void backprop_softmax_sequence_one(const float* dy, const float* y, std::size_t len, std::size_t n,
+                                                   float* dx) {
+    for (std::size_t j = 0; j < n; ++j) {
+        float s = 0.0f;
+        for (std::size_t t = 0; t < len; ++t) s += y[t * n + j] * dy[t * n + j];
+        for (std::size_t t = 0; t < len; ++t) dx[t * n + j] = y[t * n + j] * dy[t * n + j] - y[t * n + j] * s;
+    }
+}
+// One row scaled by k: y = k * x, or y += k * x (y may be x when not adding).
+TENON_HD inline void scale_row(const float* x, float k, std::size_t n, float* y, bool add) {
+    if (add)
+        for (std::size_t i = 0; i < n; ++i) y[i] += k * x[i];
+    else
+        for (std::size_t i = 0; i < n; ++i) y[i] = k * x[i];
+}
+// The dot product of two rows.
+TENON_HD inline float row_dot(const float* a, const float* b, std::size_t n) {
+    float s = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
 inline constexpr float layernorm_epsilon = 1e-8f;
 
 // One row of LayerNorm: y = G * (x - mean) / sqrt(var + eps) + b (eps 1e-8, as Thinc),

@@ -106,6 +106,18 @@ public:
                          float* out) const = 0;
     virtual void backprop_seq2col(const float* dY, const std::int32_t* lengths, std::size_t nseg, std::size_t nW,
                                   std::size_t n, float* dX) const = 0;
+    // --- Softmax over sequences (ParametricAttention; Thinc's ops.softmax_sequences): x (rows
+    // of width n, nseg sequences given by their lengths, back to back) becomes, in place, the
+    // softmax over each sequence's rows, column by column (fn::softmax_sequence_one). The
+    // backward writes dX = Y * (dY - the sum over the sequence of Y * dY) (dX may be dY).
+    virtual void softmax_sequences(float* x, const std::int32_t* lengths, std::size_t nseg, std::size_t n) const = 0;
+    virtual void backprop_softmax_sequences(const float* dY, const float* Y, const std::int32_t* lengths,
+                                            std::size_t nseg, std::size_t n, float* dX) const = 0;
+    // --- Per-row scalars: Y[r] = a[r] * X[r] (or Y[r] += a[r] * X[r] when add; Y may be X when
+    // not adding), and out[r] = the dot product of A[r] and B[r], over rows of width n.
+    virtual void scale_rows(const float* X, const float* a, std::size_t rows, std::size_t n, float* Y,
+                            bool add) const = 0;
+    virtual void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const = 0;
     // --- Moves within the backend's memory (a plan's concatenations and pads): rows x w
     // values from `from` (rows from_ld apart) to `to` (rows to_ld apart), or added to them.
     virtual void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
