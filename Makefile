@@ -19,7 +19,7 @@ JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); \
   m=$$(awk '/MemAvailable/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null || echo $$n); \
   [ "$$m" -lt "$$n" ] && n=$$m; [ "$$n" -lt 1 ] && n=1; echo $$n)
 
-.PHONY: all deps bench-deps build test test-tsan test-sanitize fuzz demo demo-serve bench bench-compile clean
+.PHONY: all deps bench-deps build test test-tsan test-sanitize fuzz demo demo-serve demo-langid bench bench-langid bench-compile clean
 
 all: build
 
@@ -113,6 +113,24 @@ demo-serve: build
 	$(BUILD)/examples/langid_train $(BUILD)/langid.tenon 3
 	printf '%s\n' "the quick brown fox jumps over the lazy dog" "der schnelle braune Fuchs springt über den Hund" \
 	  "el rápido zorro marrón salta sobre el perro" | $(BUILD)/examples/langid_serve $(BUILD)/langid.tenon
+
+# Which language is a word (examples/langid.cpp, docs/examples.md): train on Debian's word
+# lists (a fixed split of eleven languages), then the one-line predictor loads the file.
+DEMO_LANGID_DEPS := wamerican wngerman wfrench wspanish witalian wportuguese wdutch wswedish wnorwegian wdanish wpolish
+LANGID_EPOCHS ?= 5
+demo-langid: deps $(BUILD)/build.ninja
+	@./tools/install-deps $(DEMO_LANGID_DEPS)
+	ninja -C $(BUILD) -j $(JOBS) examples/langid
+	$(BUILD)/examples/langid train --epochs $(LANGID_EPOCHS) --model $(BUILD)/langid-words.tenon
+	$(BUILD)/examples/langid --model $(BUILD)/langid-words.tenon house Haus maison casa huis hus dom
+
+# The same identifier in Thinc on the same split and ids (bench/langid_thinc.py): accuracy and
+# training time side by side (build/langid_bench.json).
+bench-langid: deps $(BUILD)/build.ninja
+	@./tools/install-deps $(DEMO_LANGID_DEPS)
+	ninja -C $(BUILD) -j $(JOBS) examples/langid
+	$(PY) bench/langid_compare.py $(BUILD)/examples/langid $(BUILD) --epochs $(LANGID_EPOCHS) \
+	  --out $(BUILD)/langid_bench.json
 
 # A build dir configured before LibTorch / dlib were installed lacks their targets: look again;
 # an anchor whose library is still missing is left out (run.py then skips it).
