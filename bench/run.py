@@ -10,6 +10,7 @@ Usage:
       [--tenon-threads N] [--python PATH] [--anchor-lib-dir DIR]
       [--tok2vec build/bench/tok2vec_bench]
   /usr/bin/python3 bench/run.py --sparselinear build/bench/sparselinear_bench [--repeat R]
+  /usr/bin/python3 bench/run.py --lstm build/bench/lstm_bench [--repeat R]
 
 Every system is a subprocess that accepts
     --fraction F --latency-n N --figures a,b,c --threads N
@@ -46,6 +47,16 @@ binary (bench/sparselinear_bench.cpp, single-threaded like Thinc's layer, and wi
 "tenon-mt") and bench/sparselinear_thinc.py (Thinc 8.1's SparseLinear.v2) on the same 2000
 documents, R times interleaved; it prints the medians in documents/s with tenon / Thinc, and
 writes them next to --out as *_sparselinear.json.
+
+The LSTM benchmark (not part of the default run): --lstm BIN runs only it: the binary
+(bench/lstm_bench.cpp) with 1 thread ("tenon") and every core ("tenon-mt"), and
+bench/lstm_anchors.py for Thinc 8.1's LSTM ("thinc"; NumpyOps, single-threaded: its products
+are blis's, which Thinc bundles without threads) and PyTorch's nn.LSTM with 1 thread
+("pytorch") and its default ("pytorch-mt"), on the same 8 batches of 32 sequences of 10-40
+steps: LSTM and BiLSTM, nI = nO = 128, depth 1 and 2, training steps (forward + backward +
+Adam) and predict, in tokens/s. R repeats interleaved; it prints the medians with tenon /
+Thinc and tenon / PyTorch (1 thread against 1 thread, the defaults against the defaults) and
+writes them next to --out as *_lstm.json.
 
 The anchors (and the bound) run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from their
 environment (these machine-wide settings slow OpenBLAS down); tenon keeps the environment.
@@ -157,6 +168,8 @@ def parse_args(argv=None):
     p.add_argument("--tok2vec", default="build/bench/tok2vec_bench", help="path to tenon's tok2vec benchmark binary")
     p.add_argument("--sparselinear", default=None,
                    help="run only the SparseLinear benchmark with this binary (build/bench/sparselinear_bench)")
+    p.add_argument("--lstm", default=None,
+                   help="run only the LSTM benchmark with this binary (build/bench/lstm_bench)")
     p.add_argument("--out", default="build/bench.json", help="JSON output (list of median records)")
     p.add_argument("--quick", action="store_true",
                    help="1 repeat, --fraction 0.1, --latency-n 300 (explicit options still win)")
@@ -613,10 +626,84 @@ def run_sparselinear(args):
     return 0
 
 
+LSTM_CONFIGS = [("lstm_d1", "LSTM, depth 1"), ("lstm_d2", "LSTM, depth 2"), ("bilstm_d1", "BiLSTM, depth 1"),
+                ("bilstm_d2", "BiLSTM, depth 2")]
+LSTM_FIGURES = [f"{c}_{k}_tps" for c, _ in LSTM_CONFIGS for k in ("train", "predict")]
+# (tenon system, anchor system) pairs of the ratio columns: 1 thread against 1 thread, the
+# defaults against the defaults (Thinc's LSTM has no threads: it is its own default).
+LSTM_RATIOS = [("tenon", "thinc"), ("tenon", "pytorch"), ("tenon-mt", "thinc"), ("tenon-mt", "pytorch-mt")]
+
+
+def run_lstm(args):
+    """The LSTM benchmark alone (--lstm): tenon, tenon-mt, Thinc, PyTorch and PyTorch-mt,
+    interleaved repeats, medians in tokens/s, tenon / anchor."""
+    if not executable(args.lstm):
+        log(f"lstm binary not found or not executable: {args.lstm} (ninja -C build bench/lstm_bench)")
+        return 1
+    anchors = os.path.join(HERE, "lstm_anchors.py")
+    cmds = {"tenon": [args.lstm, "--threads", "1"], "tenon-mt": [args.lstm, "--threads", "0"],
+            "thinc": [args.python, anchors, "--system", "thinc", "--threads", "1"],
+            "pytorch": [args.python, anchors, "--system", "pytorch", "--threads", "1"],
+            "pytorch-mt": [args.python, anchors, "--system", "pytorch", "--threads", "0"]}
+    aenv = anchor_env(args)
+    envs = {name: (None if name.startswith("tenon") else aenv) for name in cmds}
+    samples, failed = {}, set()
+    for rep in range(1, args.repeat + 1):
+        for name, cmd in cmds.items():
+            if name in failed:
+                continue
+            log(f"repeat {rep}/{args.repeat}: {name}: {' '.join(cmd)}")
+            try:
+                out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout, check=True,
+                                     env=envs[name]).stdout
+            except (subprocess.SubprocessError, OSError) as e:
+                log(f"{name} failed (skipped from now on): {e}")
+                failed.add(name)
+                continue
+            for line in out.splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get("figure") in LSTM_FIGURES:
+                    samples.setdefault((rec["figure"], name), []).append(float(rec["value"]))
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"\nLSTM / BiLSTM (nI = nO = 128; BiLSTM 64 per direction), 8 batches of 32 sequences of 10-40 "
+          f"steps, tokens/s, median of {args.repeat}; train = forward + backward + Adam:")
+    names = list(cmds)
+    head = f"{'figure':22}" + "".join(f" {n:>10}" for n in names)
+    head += "".join(f" {a + '/' + b:>19}" for a, b in LSTM_RATIOS)
+    print(head)
+    records, ratios = [], []
+    for fig in LSTM_FIGURES:
+        row = f"{fig:22}" + "".join(f" {medians.get((fig, n), 0):10.0f}" for n in names)
+        for a, b in LSTM_RATIOS:
+            x, y = medians.get((fig, a)), medians.get((fig, b))
+            r = x / y if x and y else None
+            row += f" {r:18.2f}x" if r else f" {'-':>19}"
+            if r:
+                ratios.append({"figure": fig, "system": a, "anchor": b, "ratio": r})
+        print(row)
+        for n in names:
+            if (fig, n) in medians:
+                records.append({"figure": fig, "system": n, "value": medians[(fig, n)], "unit": "tokens/s",
+                                "samples": samples[(fig, n)]})
+    out = os.path.splitext(args.out)[0] + "_lstm.json"
+    try:
+        with open(out, "w") as f:
+            json.dump({"machine": machine_info(), "records": records, "ratios": ratios}, f, indent=1)
+        log(f"wrote {out}")
+    except OSError as e:
+        log(f"cannot write {out}: {e}")
+    return 1 if failed else 0
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.sparselinear:
         return run_sparselinear(args)
+    if args.lstm:
+        return run_lstm(args)
     machine = machine_info()
     log(f"machine: {machine['cpu']}, {machine['cores']} cores; repeats={args.repeat} "
         f"fraction={args.fraction} latency-n={args.latency_n}")

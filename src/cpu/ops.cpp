@@ -11,6 +11,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 #include "kernels.hpp"
 #include "tenon/backend/cpu/gemm.hpp"
 #include "tenon/backend/cpu/threads.hpp"
@@ -285,6 +289,123 @@ void with_sparse_width(std::size_t nO, F&& f) {
     }
 }
 
+// The LSTM cell (fn::lstm_cell_one and its backward, the same formulas: tests/recurrent/test_lstm.cpp
+// compares the two on every kind of value) eight lanes at a time with
+// AVX2 + FMA, picked at run time where the CPU has them: with std::exp and std::tanh one
+// value at a time, the cell's 5 transcendental functions per hidden cost more than the
+// step's matrix products (about 2.6 ms against 1.1 ms for 800 rows of nH = 128). exp is
+// Cephes' expf (a degree-5 polynomial after the reduction by ln 2, about 1 ulp), tanh
+// Cephes' tanhf (an odd polynomial for |x| < 0.625, 1 - 2 / (exp(2|x|) + 1) beyond), and the
+// sigmoid 1 / (1 + exp(-x)) with a true division, so the results stay within a few ulp of
+// the scalar functors'. (A target attribute, not target_clones: no ifunc resolver, so it is
+// safe under the sanitizers as well.)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TENON_LSTM_AVX2 1
+#define TENON_AVX2 __attribute__((target("avx2,fma")))
+
+TENON_AVX2 inline __m256 exp8(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.3762626647949f)), _mm256_set1_ps(88.3762626647949f));
+    const __m256 fx =
+        _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    // 2^fx, fx in [-127, 127]: the exponent bits (fx = -127 gives 0, as the true value underflows)
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+TENON_AVX2 inline __m256 sigmoid8(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+TENON_AVX2 inline __m256 tanh8(__m256 x) {
+    const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+    const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    // |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1)
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 big = _mm256_sub_ps(
+        one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(exp8(_mm256_add_ps(ax, ax)), one)));
+    // |x| < 0.625: x + x^3 P(x^2)
+    const __m256 z = _mm256_mul_ps(ax, ax);
+    __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), ax, ax);
+    const __m256 r = _mm256_blendv_ps(small, big, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_GE_OQ));
+    return _mm256_or_ps(r, sign);
+}
+
+TENON_AVX2 void lstm_cell_forward_avx2(float* G, const float* Cprev, float* C, float* H, std::size_t ldh,
+                                       std::size_t rows, std::size_t nH) {
+    const std::size_t nV = nH - nH % 8;
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* g = G + r * 4 * nH;
+        const float* cp = Cprev + r * nH;
+        float* c = C + r * nH;
+        float* h = H + r * ldh;
+        for (std::size_t k = 0; k < nV; k += 8) {
+            const __m256 f = sigmoid8(_mm256_loadu_ps(g + k));
+            const __m256 i = sigmoid8(_mm256_loadu_ps(g + nH + k));
+            const __m256 o = sigmoid8(_mm256_loadu_ps(g + 2 * nH + k));
+            const __m256 cand = tanh8(_mm256_loadu_ps(g + 3 * nH + k));
+            _mm256_storeu_ps(g + k, f);
+            _mm256_storeu_ps(g + nH + k, i);
+            _mm256_storeu_ps(g + 2 * nH + k, o);
+            _mm256_storeu_ps(g + 3 * nH + k, cand);
+            const __m256 ct = _mm256_fmadd_ps(f, _mm256_loadu_ps(cp + k), _mm256_mul_ps(i, cand));
+            _mm256_storeu_ps(c + k, ct);
+            _mm256_storeu_ps(h + k, _mm256_mul_ps(tanh8(ct), o));
+        }
+        fn::lstm_cell_row(g, cp, c, h, nH, nV, nH);  // the rest
+    }
+}
+
+TENON_AVX2 void lstm_cell_backward_avx2(const float* dH, std::size_t ldh, const float* dC, const float* G,
+                                        const float* C, const float* Cprev, float* dG, float* dCprev,
+                                        std::size_t rows, std::size_t nH) {
+    const std::size_t nV = nH - nH % 8;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* dh = dH + r * ldh;
+        const float* dc = dC + r * nH;
+        const float* g = G + r * 4 * nH;
+        const float* c = C + r * nH;
+        const float* cp = Cprev + r * nH;
+        float* dg = dG + r * 4 * nH;
+        float* dcp = dCprev + r * nH;
+        for (std::size_t k = 0; k < nV; k += 8) {
+            const __m256 f = _mm256_loadu_ps(g + k), i = _mm256_loadu_ps(g + nH + k),
+                         o = _mm256_loadu_ps(g + 2 * nH + k), cand = _mm256_loadu_ps(g + 3 * nH + k);
+            const __m256 tc = tanh8(_mm256_loadu_ps(c + k));
+            const __m256 vdh = _mm256_loadu_ps(dh + k);
+            const __m256 d_o = _mm256_mul_ps(vdh, tc);
+            const __m256 dct = _mm256_fmadd_ps(_mm256_mul_ps(vdh, o), _mm256_fnmadd_ps(tc, tc, one), _mm256_loadu_ps(dc + k));
+            _mm256_storeu_ps(dcp + k, _mm256_mul_ps(dct, f));
+            _mm256_storeu_ps(dg + k, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dct, _mm256_loadu_ps(cp + k)), f),
+                                                   _mm256_sub_ps(one, f)));
+            _mm256_storeu_ps(dg + nH + k, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dct, cand), i), _mm256_sub_ps(one, i)));
+            _mm256_storeu_ps(dg + 2 * nH + k, _mm256_mul_ps(_mm256_mul_ps(d_o, o), _mm256_sub_ps(one, o)));
+            _mm256_storeu_ps(dg + 3 * nH + k, _mm256_mul_ps(_mm256_mul_ps(dct, i), _mm256_fnmadd_ps(cand, cand, one)));
+        }
+        fn::lstm_cell_row_backward(dh, dc, g, c, cp, dg, dcp, nH, nV, nH);  // the rest
+    }
+}
+
+bool have_avx2_fma() {
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+}
+#endif
+
+
 class CpuOps final : public Ops {
 public:
     const char* name() const noexcept override { return "cpu"; }
@@ -461,12 +582,19 @@ public:
     }
     void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh, std::size_t rows,
                            std::size_t nH) const override {
+#ifdef TENON_LSTM_AVX2
+        if (nH >= 8 && have_avx2_fma()) return lstm_cell_forward_avx2(G, Cprev, C, H, ldh, rows, nH);
+#endif
         for (std::size_t r = 0; r < rows; ++r)
             fn::lstm_cell_row(G + r * 4 * nH, Cprev + r * nH, C + r * nH, H + r * ldh, nH);
     }
     void lstm_cell_backward(const float* dH, std::size_t ldh, const float* dC, const float* G, const float* C,
                             const float* Cprev, float* dG, float* dCprev, std::size_t rows,
                             std::size_t nH) const override {
+#ifdef TENON_LSTM_AVX2
+        if (nH >= 8 && have_avx2_fma())
+            return lstm_cell_backward_avx2(dH, ldh, dC, G, C, Cprev, dG, dCprev, rows, nH);
+#endif
         for (std::size_t r = 0; r < rows; ++r)
             fn::lstm_cell_row_backward(dH + r * ldh, dC + r * nH, G + r * 4 * nH, C + r * nH, Cprev + r * nH,
                                        dG + r * 4 * nH, dCprev + r * nH, nH);

@@ -313,43 +313,47 @@ TENON_HD inline void layernorm_row_backward(const float* dy, float* dx, const fl
     for (std::size_t i = 0; i < n; ++i) dx[i] = k * (fn * dx[i] - sd - xh[i] * sdx);
 }
 
-// One step of an LSTM cell for one row (Thinc's NumpyOps LSTM): g holds the row's 4 nH gate
-// pre-activations in Thinc's gate order, in blocks of nH (forget, input, output, candidate),
-// and gets the activated gates (sigmoid, sigmoid, sigmoid, tanh: what the backward reads);
-// c = f * cprev + i * candidate, h = tanh(c) * o. The sigmoid is unclipped, as Thinc's
-// LSTM kernel (1 / (1 + exp(-x)) is 0 or 1 at the extremes, never NaN).
-TENON_HD inline void lstm_cell_row(float* g, const float* cprev, float* c, float* h, std::size_t nH) {
-    for (std::size_t k = 0; k < nH; ++k) {
-        const float f = 1.0f / (1.0f + std::exp(-g[k]));
-        const float i = 1.0f / (1.0f + std::exp(-g[nH + k]));
-        const float o = 1.0f / (1.0f + std::exp(-g[2 * nH + k]));
-        const float cand = std::tanh(g[3 * nH + k]);
-        g[k] = f;
-        g[nH + k] = i;
-        g[2 * nH + k] = o;
-        g[3 * nH + k] = cand;
-        const float ct = f * cprev[k] + i * cand;
-        c[k] = ct;
-        h[k] = std::tanh(ct) * o;
-    }
+// One step of an LSTM cell (Thinc's NumpyOps LSTM), for one hidden unit: gf, gi, go, gc are
+// its four gate pre-activations (forget, input, output, candidate) and become the activated
+// gates (sigmoid, sigmoid, sigmoid, tanh: what the backward reads); c = f * cprev + i * cand,
+// h = tanh(c) * o. The sigmoid is unclipped, as Thinc's LSTM kernel (1 / (1 + exp(-x)) is 0 or
+// 1 at the extremes, never NaN).
+TENON_HD inline void lstm_cell_one(float& gf, float& gi, float& go, float& gc, float cprev, float& c, float& h) {
+    gf = 1.0f / (1.0f + std::exp(-gf));
+    gi = 1.0f / (1.0f + std::exp(-gi));
+    go = 1.0f / (1.0f + std::exp(-go));
+    gc = std::tanh(gc);
+    c = gf * cprev + gi * gc;
+    h = std::tanh(c) * go;
 }
-
-// Its backward: dh (the row's hidden gradient), dc (the gradient its cell gets from the
-// next step), the activated gates g, the cell c and the previous cell cprev give dg (the
-// 4 nH pre-activations' gradient) and dcprev (the previous cell's).
+// Its backward for one hidden unit: dh (the hidden's gradient), dc (the gradient the cell gets
+// from the next step), the activated gates, the cell c and the previous cell give the four
+// pre-activations' gradients and the previous cell's (dcprev).
+TENON_HD inline void lstm_cell_one_backward(float dh, float dc, float f, float i, float o, float cand, float c,
+                                            float cprev, float& dgf, float& dgi, float& dgo, float& dgc,
+                                            float& dcprev) {
+    const float tc = std::tanh(c);
+    const float d_o = dh * tc;
+    const float dct = dc + dh * o * (1.0f - tc * tc);
+    dcprev = dct * f;
+    dgf = dct * cprev * f * (1.0f - f);
+    dgi = dct * cand * i * (1.0f - i);
+    dgo = d_o * o * (1.0f - o);
+    dgc = dct * i * (1.0f - cand * cand);
+}
+// A row: g holds the 4 nH pre-activations in Thinc's gate order in blocks of nH; hidden units
+// [k0, k1) (a backend's vector loop does the rest).
+TENON_HD inline void lstm_cell_row(float* g, const float* cprev, float* c, float* h, std::size_t nH,
+                                   std::size_t k0 = 0, std::size_t k1 = ~std::size_t{0}) {
+    for (std::size_t k = k0; k < (k1 < nH ? k1 : nH); ++k)
+        lstm_cell_one(g[k], g[nH + k], g[2 * nH + k], g[3 * nH + k], cprev[k], c[k], h[k]);
+}
 TENON_HD inline void lstm_cell_row_backward(const float* dh, const float* dc, const float* g, const float* c,
-                                            const float* cprev, float* dg, float* dcprev, std::size_t nH) {
-    for (std::size_t k = 0; k < nH; ++k) {
-        const float f = g[k], i = g[nH + k], o = g[2 * nH + k], cand = g[3 * nH + k];
-        const float tc = std::tanh(c[k]);
-        const float d_o = dh[k] * tc;
-        const float dct = dc[k] + dh[k] * o * (1.0f - tc * tc);
-        dcprev[k] = dct * f;
-        dg[k] = dct * cprev[k] * f * (1.0f - f);
-        dg[nH + k] = dct * cand * i * (1.0f - i);
-        dg[2 * nH + k] = d_o * o * (1.0f - o);
-        dg[3 * nH + k] = dct * i * (1.0f - cand * cand);
-    }
+                                            const float* cprev, float* dg, float* dcprev, std::size_t nH,
+                                            std::size_t k0 = 0, std::size_t k1 = ~std::size_t{0}) {
+    for (std::size_t k = k0; k < (k1 < nH ? k1 : nH); ++k)
+        lstm_cell_one_backward(dh[k], dc[k], g[k], g[nH + k], g[2 * nH + k], g[3 * nH + k], c[k], cprev[k], dg[k],
+                               dg[nH + k], dg[2 * nH + k], dg[3 * nH + k], dcprev[k]);
 }
 
 }  // namespace fn
