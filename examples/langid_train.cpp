@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
         std::iota(order.begin(), order.end(), 0);
         std::iota(dev_order.begin(), dev_order.end(), 0);
         const std::size_t batch = 64, n_lang = langid::languages.size();
-        Progress progress;  // a bar on a terminal, a line per quarter in a log; a line per epoch
+        Progress progress;  // a bar on a terminal; one line per epoch (and nothing else in a log)
         for (int epoch = 1; epoch <= epochs; ++epoch) {
             for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
             progress.start_epoch(std::size_t(epoch), (order.size() + batch - 1) / batch);

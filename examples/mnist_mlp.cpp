@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
         model.initialize(data.X_train, Y_train);  // nI = 784 and nO = 10 come from the data
         Optimizer opt = Adam(0.001);
         CategoricalCrossentropy loss;
-        Progress progress;  // a bar on a terminal, a line per quarter in a log; a line per epoch
+        Progress progress;  // a bar on a terminal; one line per epoch (and nothing else in a log)
 
         std::printf("tenon %s: 784-512-512-10 MLP on Fashion-MNIST (%zu train, %zu test), GEMM kernel %s\n",
                     model.name().c_str(), data.X_train.shape(0), data.X_test.shape(0), cpu::gemm_target());

@@ -1,4 +1,4 @@
-// Progress (include/tenon/util/progress.hpp): the bar, the quarter lines and the epoch lines.
+// Progress (include/tenon/util/progress.hpp): the bar on a terminal and the epoch lines.
 #include "tenon/util/progress.hpp"
 
 #include <algorithm>
@@ -51,11 +51,8 @@ void Progress::show(bool with_loss) {
         if (with_loss) std::fprintf(err_, "  loss %.4g", loss_);
         std::fflush(err_);
         bar_shown_ = true;
-    } else if (4 * done_ / total != 4 * (done_ - 1) / total) {  // a line per quarter, the last at 100%
-        std::fprintf(err_, "epoch %zu: %zu%% of %zu batches\n", epoch_, std::min<std::size_t>(100, 100 * done_ / total),
-                     total);
-        std::fflush(err_);
     }
+    // In a log: nothing while the epoch runs; its one line comes from end_epoch.
 }
 
 void Progress::end_epoch(std::initializer_list<std::pair<const char*, double>> metrics) {

@@ -241,7 +241,7 @@ std::string contents(std::FILE* f) {
 }
 }  // namespace
 
-TEST_CASE("Progress: a line per quarter in a log, a bar on a terminal, a line per epoch", "[progress]") {
+TEST_CASE("Progress: one line per epoch in a log, a bar on a terminal", "[progress]") {
     std::FILE* out = std::tmpfile();
     std::FILE* err = std::tmpfile();
     REQUIRE((out && err));
@@ -251,9 +251,7 @@ TEST_CASE("Progress: a line per quarter in a log, a bar on a terminal, a line pe
         for (int i = 0; i < 8; ++i) p.step(i == 5 ? std::nan("") : 0.5);
         p.end_epoch({{"dev accuracy", 0.84125}});
         const std::string e = contents(err), o = contents(out);
-        CHECK(e == "epoch 1: 25% of 8 batches\nepoch 1: 50% of 8 batches\n"
-                   "warning: epoch 1, batch 6: the loss is not finite (nan)\n"
-                   "epoch 1: 75% of 8 batches\nepoch 1: 100% of 8 batches\n");
+        CHECK(e == "warning: epoch 1, batch 6: the loss is not finite (nan)\n");  // and nothing else
         CHECK_THAT(o, Catch::Matchers::Matches(R"(epoch 1: \d+\.\d\d s, dev accuracy 0\.8413\n)"));
         CHECK(p.done() == 8);
     }

@@ -1,6 +1,6 @@
 // A training loop's progress and metrics: on a terminal, a bar that redraws itself on stderr
-// with the running loss; in a log (stderr not a terminal), a line at each quarter of an epoch;
-// and one result line per epoch on stdout ("epoch 2: 1.52 s, loss 0.412, dev accuracy
+// with the running loss; in a log (stderr not a terminal), nothing while an epoch runs; and
+// one result line per epoch on stdout ("epoch 2: 1.52 s, loss 0.412, dev accuracy
 // 0.8412"), flushed, so that results and progress keep their order in a log. Used by the
 // examples and the `tenon` command.
 //
@@ -22,15 +22,15 @@ namespace tenon {
 
 class Progress {
 public:
-    // `out`: the epochs' lines; `err`: the bar, the quarter lines and warnings. The bar is
-    // drawn where `err` is a terminal (isatty), the quarter lines elsewhere.
+    // `out`: the epochs' lines; `err`: the bar and warnings. The bar is drawn where `err` is a
+    // terminal (isatty); elsewhere (a log) an epoch is its one line on `out`.
     explicit Progress(std::FILE* out = stdout, std::FILE* err = stderr);
     // As above, with the terminal test given (tests, or a log that wants the bar).
     Progress(std::FILE* out, std::FILE* err, bool terminal);
 
     // A new epoch of `steps` steps (batches); starts its clock and its running loss.
     void start_epoch(std::size_t epoch, std::size_t steps);
-    // After each step: the bar, or a line per quarter. With the step's loss: added to the
+    // After each step: the bar (on a terminal). With the step's loss: added to the
     // epoch's (shown on the bar); a loss that is not finite is a warning line, once an epoch.
     void step();
     void step(double loss);
