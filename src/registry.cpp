@@ -1141,6 +1141,26 @@ void register_architectures(Registry& r) {
               const auto depth = a.get<std::size_t>("depth");
               return maxout_window_encoder(a.path(), width, window, pieces, depth);
           }));
+    // spaCy's BiLSTM encoder (List[Floats2d] -> List[Floats2d]): width / 2 hiddens a direction.
+    // spaCy builds it on PyTorch's LSTM; here it is tenon's LSTM (Thinc's parameter layout), the
+    // same function, so a file trained by spaCy does not load into it (its weights are PyTorch's).
+    r.add("spacy.TorchBiLSTMEncoder.v1", Factory([](Args& a) {
+              const std::size_t width = required_width(a, "width", "spacy.TorchBiLSTMEncoder.v1");
+              const auto depth = a.get<std::size_t>("depth");
+              const auto dropout = a.get<double>("dropout", 0.0);
+              if (depth == 0)  // spaCy: noop()
+                  fail("tenon-E314", where(a.path(), "depth") +
+                                         ": expected a positive integer, found 0 (leave the encoder out instead)");
+              LSTMOptions o;
+              o.bi = true;
+              o.depth = depth;
+              o.dropout = dropout;
+              const std::string opts =
+                  options("LSTMOptions", nonempty({".bi = true", depth != 1 ? ".depth = " + std::to_string(depth) : "",
+                                                   dropout != 0.0 ? ".dropout = " + real(dropout) : ""}));
+              return DynModel(with_padded<List<Floats2d>>(LSTM<>(o, width, width)))
+                  .with_code("with_padded<List<Floats2d>>(LSTM" + widths({width, width}) + "(" + opts + "))");
+          }));
     // Tok2Vec.v2: embed >> encode.
     r.add("spacy.Tok2Vec.v2", Factory([](Args& a) {
               std::vector<DynModel> parts;

@@ -981,3 +981,35 @@ nO = 3
                }),
                Contains("tenon-E272") && Contains("[model]"));
 }
+
+TEST_CASE("config: spacy.TorchBiLSTMEncoder.v1 is a BiLSTM over lists", "[config]") {
+    auto model = build_model<List<Floats2d>, List<Floats2d>>(
+        Config::from_str("[model]\n@architectures = \"spacy.TorchBiLSTMEncoder.v1\"\nwidth = 8\ndepth = 2\ndropout = 0.0"));
+    std::vector<Floats2d> docs;
+    docs.push_back(testing::random_array(3, 8, 1));
+    docs.push_back(testing::random_array(1, 8, 2));
+    const List<Floats2d> X(std::move(docs));
+    model.initialize(X);
+    const List<Floats2d> Y = model.predict(X);
+    REQUIRE(Y.size() == 2);
+    CHECK(Y[0].shape(1) == 8);
+    // The same function as the layer written in C++ with the same weights.
+    auto direct = with_padded<List<Floats2d>>(BiLSTM<8, 8>(LSTMOptions{.depth = 2}));
+    direct.initialize(X);
+    Node* lstm = nullptr;
+    for (Node* n : model.walk())
+        if (n->name() == "lstm") lstm = n;
+    REQUIRE(lstm != nullptr);
+    for (Node* n : direct.walk())
+        if (n->name() == "lstm") {
+            n->set_param("LSTM", lstm->get_param("LSTM"));
+            n->set_param("HC0", lstm->get_param("HC0"));
+        }
+    const List<Floats2d> Y2 = direct.predict(X);
+    for (std::size_t d = 0; d < 2; ++d)
+        for (std::size_t i = 0; i < Y[d].size(); ++i) CHECK(Y[d][i] == Y2[d][i]);
+    CHECK_THAT(codegen(Config::from_str("[model]\n@architectures = \"spacy.TorchBiLSTMEncoder.v1\"\nwidth = 8\ndepth = 2")),
+               Contains("with_padded<List<Floats2d>>(LSTM<8, 8>(LSTMOptions{.bi = true, .depth = 2}))"));
+    CHECK_THROWS_WITH(build(Config::from_str("[model]\n@architectures = \"spacy.TorchBiLSTMEncoder.v1\"\nwidth = 8\ndepth = 0")),
+                      Contains("tenon-E314"));
+}
