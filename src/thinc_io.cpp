@@ -349,7 +349,7 @@ const std::vector<std::string>& leaf_kinds() {
         "dropout",       "layernorm",     "hashembed",    "embed",        "expand_window", "sigmoid_activation",
         "cauchy_similarity", "list2ragged", "ragged2list", "list2padded", "padded2list", "list2array",
         "strings2arrays", "reduce_first",  "reduce_last",  "reduce_max",   "reduce_mean",  "reduce_sum",
-        "ints-getitem",  "floats-getitem", "array-getitem", "noop"};
+        "ints-getitem",  "floats-getitem", "array-getitem", "noop",        "lstm"};
     return k;
 }
 bool is_leaf_kind(std::string_view k) {
@@ -675,6 +675,21 @@ std::string shown(const std::string& kind) { return kind[0] == '?' ? in_quotes(k
 bool is_fixed_attr(std::string_view a) { return a == "window_size" || a == "pad" || a == "idx"; }
 
 // Parameter shapes by layer, in the dims both libraries give the layer.
+// Thinc 8.1's LSTM runs with HC0[0] as the initial cell and HC0[1] as the initial hidden, the
+// other way round from its names (and tenon's: docs/layers.md, "LSTM and BiLSTM"): a file's
+// HC0 has its halves swapped, both ways, so that a model computes the same in both libraries.
+void swap_lstm_hc0(ModelState& state) {
+    for (NodeState& n : state.nodes) {
+        if (n.name != "lstm") continue;
+        for (ParamState& p : n.params)
+            if (p.name == "HC0" && p.allocated && !p.values.empty()) {
+                const std::size_t half = p.values.size() / 2;
+                std::swap_ranges(p.values.begin(), p.values.begin() + static_cast<std::ptrdiff_t>(half),
+                                 p.values.begin() + static_cast<std::ptrdiff_t>(half));
+            }
+    }
+}
+
 std::vector<std::vector<std::string>> param_rule(std::string_view kind, std::string_view param) {
     if (kind == "maxout") {
         if (param == "W") return {{"nO", "nP", "nI"}};
@@ -710,7 +725,11 @@ public:
         derive_dims(0);
         mark_initialized(0);
     }
-    void apply(Node& model) const { restore(model, state_, kSource); }
+    void apply(Node& model) const {
+        ModelState st = state_;
+        swap_lstm_hc0(st);  // Thinc's HC0 order -> tenon's
+        restore(model, st, kSource);
+    }
 
     const std::map<int, int>& pairs() const { return pair_; }  // tenon walk index -> Thinc node
     std::vector<ThincNode>& thinc() { return thinc_; }
@@ -1069,7 +1088,9 @@ std::vector<std::uint8_t> encode_thinc(const std::vector<const ThincNode*>& node
 // ---------------------------------------------------------------------------------------------
 class Exporter {
 public:
-    explicit Exporter(const Node& model) : tree_(model), state_(capture(model)), paths_(node_paths(model)) {}
+    explicit Exporter(const Node& model) : tree_(model), state_(capture(model)), paths_(node_paths(model)) {
+        swap_lstm_hc0(state_);  // tenon's HC0 order -> Thinc's
+    }
 
     std::vector<std::uint8_t> run() {
         const std::size_t root = emit(0);
@@ -1145,6 +1166,7 @@ private:
         else if (kind == "layernorm" || kind == "cauchy_similarity") dims({"nI", "nO"});
         else if (kind == "hashembed") dims({"nO", "nV", "nI"});
         else if (kind == "embed") dims({"nO", "nV"});
+        else if (kind == "lstm") dims({"nO", "nI", "depth", "dirs"});
         if (kind == "dropout") {
             put_attr(n, t, "dropout_rate");
             put_attr(n, t, "is_enabled");
@@ -1153,6 +1175,9 @@ private:
             put_attr(n, t, "softmax_temperature");
         } else if (kind == "expand_window") {
             put_attr(n, t, "window_size");
+        } else if (kind == "lstm") {  // LSTM(nO, nI, bi=, depth=, dropout=): attrs {registry_name, dropout_rate}
+            n.attrs.emplace_back("registry_name", attr_bytes(Attr(std::string("LSTM.v1"))));
+            put_attr(n, t, "dropout_rate");
         } else if (kind == "hashembed") {
             // HashEmbed(nO, nV, seed=, column=, dropout=): attrs {column, seed[, dropout_rate]}.
             n.attrs.emplace_back("column", table_input_rank(*tree_.nodes[static_cast<std::size_t>(t)]) == 2
@@ -1313,7 +1338,8 @@ void to_thinc_disk(const Node& model, const std::string& path) {
 std::vector<std::uint8_t> to_thinc_bytes(const Node& model, std::span<const std::uint8_t> like) {
     std::vector<ThincNode> nodes = parse_thinc(like);
     rebuild_tree(nodes);
-    const ModelState own = capture(model);
+    ModelState own = capture(model);
+    swap_lstm_hc0(own);  // tenon's HC0 order -> Thinc's
     Importer match(model, std::move(nodes));
     match.match_all();  // the template's tree, layer by layer, is the model's
     std::vector<ThincNode>& out = match.thinc();

@@ -97,6 +97,10 @@ auto make_zoo() {
            Softmax<4>();
 }
 auto make_embed() { return (Embed<6, Ints1d>(50) | HashEmbed<5, Ints1d>(40)) >> Relu<4>(); }
+auto make_lstm() {
+    return with_padded<List<Floats2d>>(BiLSTM<6, 4>(LSTMOptions{.depth = 2})) >> list2ragged() >> reduce_mean() >>
+           Softmax<3>();
+}
 
 // ---------------------------------------------------------------------------------------
 // Comparing
@@ -337,6 +341,13 @@ TEST_CASE("dense layers, combinators and an Embed saved by Thinc predict the sam
         // (Not the same bytes: Thinc's concatenate gave HashEmbed's unused nI a value from the
         // sample it was initialised with; tenon has no such dim and writes None.)
     }
+    SECTION("a BiLSTM of depth 2 over lists (Thinc's native LSTM: its parameter layout is tenon's)") {
+        Case c("lstm");
+        auto model = make_lstm();
+        from_thinc_disk(model, kCases / "lstm.thinc");
+        require_same_predictions(c.get("P"), model.predict(read_list<Floats2d>(c, "X")));
+        CHECK(first_difference(to_thinc_bytes(model), read_bytes(kCases / "lstm.thinc")) == "");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -410,6 +421,18 @@ TEST_CASE("models trained in tenon load into Thinc's and predict the same there"
         Case thinc_embed = thinc_predicts(to_thinc_bytes(embed), "embed", "", {as_written("X", ids)});
         require_same_predictions(thinc_embed.get("P"), embed.predict(ids));
         CHECK(thinc_embed.scalar("same_bytes") == 1.0f);
+    }
+    SECTION("a BiLSTM over lists, HC0 learned (its halves are swapped for Thinc's order)") {
+        auto model = make_lstm();
+        List<Floats2d> docs;
+        for (std::size_t n : {4u, 2u, 6u}) docs.push_back(testing::random_array(n, 4, 40 + n));
+        model.initialize(docs);
+        testing::randomize_params(model, 8);  // HC0 too: the initial hidden and cell differ
+        std::vector<Array2Write> in{{"X.n", {}, {static_cast<float>(docs.size())}}};
+        for (std::size_t d = 0; d < docs.size(); ++d) in.push_back(as_written("X." + std::to_string(d), docs[d]));
+        Case thinc = thinc_predicts(to_thinc_bytes(model), "lstm", "", in);
+        require_same_predictions(thinc.get("P"), model.predict(docs));
+        CHECK(thinc.scalar("same_bytes") == 1.0f);
     }
 }
 
