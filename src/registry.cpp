@@ -23,6 +23,9 @@
 #include "tenon/layers/lstm.hpp"
 #include "tenon/layers/maxout.hpp"
 #include "tenon/layers/mish.hpp"
+#include "tenon/layers/gelu.hpp"
+#include "tenon/layers/swish.hpp"
+#include "tenon/layers/hard_swish.hpp"
 #include "tenon/layers/relu.hpp"
 #include "tenon/layers/sigmoid_activation.hpp"
 #include "tenon/layers/sigmoid.hpp"
@@ -845,6 +848,18 @@ void register_layers(Registry& r) {
     r.add("Mish.v1", Factory([](Args& a) {
               const DenseOptions o = dense(a, true);
               return DynModel(Mish<>(o)).with_code(dense_code("Mish", o));
+          }));
+    r.add("Gelu.v1", Factory([](Args& a) {
+              const DenseOptions o = dense(a, true);
+              return DynModel(Gelu<>(o)).with_code(dense_code("Gelu", o));
+          }));
+    r.add("Swish.v1", Factory([](Args& a) {
+              const DenseOptions o = dense(a, true);
+              return DynModel(Swish<>(o)).with_code(dense_code("Swish", o));
+          }));
+    r.add("HardSwish.v1", Factory([](Args& a) {
+              const DenseOptions o = dense(a, true);
+              return DynModel(HardSwish<>(o)).with_code(dense_code("HardSwish", o));
           }));
     r.add("Sigmoid.v1", Factory([](Args& a) {
               const LinearOptions o = linear(a);

@@ -328,7 +328,10 @@ std::string join(const std::vector<std::string_view>& parts, std::string_view se
     }
     return out;
 }
-bool is_dense_with_tail(std::string_view name) { return name == "relu" || name == "mish" || name == "maxout"; }
+bool is_dense_with_tail(std::string_view name) {
+    return name == "relu" || name == "mish" || name == "gelu" || name == "swish" || name == "hardswish" ||
+           name == "maxout";
+}
 bool is_getitem(std::string_view k) { return k == "ints-getitem" || k == "floats-getitem" || k == "array-getitem"; }
 bool is_table(std::string_view k) { return k == "hashembed" || k == "embed"; }
 
@@ -345,7 +348,8 @@ bool is_wrapper(std::string_view k) {
 // Layers (no children) that both libraries have, by the name Thinc gives them.
 const std::vector<std::string>& leaf_kinds() {
     static const std::vector<std::string> k = {
-        "linear",        "relu",          "mish",         "maxout",       "sigmoid",      "softmax",
+        "linear",        "relu",          "mish",         "gelu",         "swish",        "hardswish",
+        "maxout",        "sigmoid",       "softmax",
         "dropout",       "layernorm",     "hashembed",    "embed",        "expand_window", "sigmoid_activation",
         "cauchy_similarity", "list2ragged", "ragged2list", "list2padded", "padded2list", "list2array",
         "strings2arrays", "reduce_first",  "reduce_last",  "reduce_max",   "reduce_mean",  "reduce_sum",
@@ -1161,7 +1165,9 @@ private:
         auto dims = [&](std::initializer_list<const char*> names) {
             for (const char* d : names) n.dims.emplace_back(d, tdim(t, d));
         };
-        if (kind == "linear" || kind == "relu" || kind == "mish" || kind == "sigmoid" || kind == "softmax") dims({"nO", "nI"});
+        if (kind == "linear" || kind == "relu" || kind == "mish" || kind == "gelu" || kind == "swish" ||
+            kind == "hardswish" || kind == "sigmoid" || kind == "softmax")
+            dims({"nO", "nI"});
         else if (kind == "maxout") dims({"nO", "nI", "nP"});
         else if (kind == "layernorm" || kind == "cauchy_similarity") dims({"nI", "nO"});
         else if (kind == "hashembed") dims({"nO", "nV", "nI"});

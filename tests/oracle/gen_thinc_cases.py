@@ -36,6 +36,8 @@ try:
         Adam,
         CategoricalCrossentropy,
         Dropout,
+        Gelu,
+        HardSwish,
         L2Distance,
         LayerNorm,
         Linear,
@@ -48,6 +50,7 @@ try:
         SGD,
         Sigmoid,
         Softmax,
+        Swish,
         chain,
         fix_random_seed,
         sigmoid_activation,
@@ -134,7 +137,7 @@ def write_grads(case, node, names, prefix=""):
 BATCH = 6
 
 
-def dense_case(name, model, nI, nO, seed, ln=False):
+def dense_case(name, model, nI, nO, seed, ln=False, x_scale=1.0):
     """Generic dense (+ optional LayerNorm child) layer case.
 
     If ln is True, `model` is chain(dense, LayerNorm) as built by
@@ -143,7 +146,7 @@ def dense_case(name, model, nI, nO, seed, ln=False):
     """
     rng = numpy.random.RandomState(seed)
     case = CaseWriter(name)
-    X = normal(rng, 1.0, (BATCH, nI))
+    X = normal(rng, x_scale, (BATCH, nI))
     model.initialize(X=X, Y=numpy.zeros((BATCH, nO), dtype="f"))
     if ln:
         dense, lnode = model.layers[0], model.layers[1]
@@ -252,6 +255,45 @@ def case_mish():
 def case_mish_normalize():
     return dense_case(
         "mish_normalize", Mish(nO=7, nI=5, normalize=True), 5, 7, seed=109, ln=True
+    )
+
+
+# Gelu, Swish and HardSwish: X drawn with scale 2, so that the pre-activations reach past
+# HardSwish's bends at +-2.5 (and Gelu's tails).
+def case_gelu():
+    return dense_case("gelu", Gelu(nO=7, nI=5), 5, 7, seed=121, x_scale=2.0)
+
+
+def case_gelu_normalize():
+    return dense_case(
+        "gelu_normalize", Gelu(nO=7, nI=5, normalize=True), 5, 7, seed=122, ln=True, x_scale=2.0
+    )
+
+
+def case_swish():
+    return dense_case("swish", Swish(nO=7, nI=5), 5, 7, seed=123, x_scale=2.0)
+
+
+def case_swish_normalize():
+    return dense_case(
+        "swish_normalize", Swish(nO=7, nI=5, normalize=True), 5, 7, seed=124, ln=True, x_scale=2.0
+    )
+
+
+def case_hard_swish():
+    case = dense_case("hard_swish", HardSwish(nO=7, nI=5), 5, 7, seed=125, x_scale=2.0)
+    return case
+
+
+def case_hard_swish_normalize():
+    return dense_case(
+        "hard_swish_normalize",
+        HardSwish(nO=7, nI=5, normalize=True),
+        5,
+        7,
+        seed=126,
+        ln=True,
+        x_scale=2.0,
     )
 
 
@@ -585,6 +627,12 @@ CASES = [
     ("softmax_temperature", case_softmax_temperature),
     ("mish", case_mish),
     ("mish_normalize", case_mish_normalize),
+    ("gelu", case_gelu),
+    ("gelu_normalize", case_gelu_normalize),
+    ("swish", case_swish),
+    ("swish_normalize", case_swish_normalize),
+    ("hard_swish", case_hard_swish),
+    ("hard_swish_normalize", case_hard_swish_normalize),
     ("maxout", case_maxout),
     ("maxout_normalize", case_maxout_normalize),
     ("layernorm", case_layernorm),

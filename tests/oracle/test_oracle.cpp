@@ -109,6 +109,18 @@ TEST_CASE("oracle: Mish", "[oracle]") { run_layer_case(Mish<>({.nO = 7}), "mish"
 TEST_CASE("oracle: Mish normalize", "[oracle]") {
     run_layer_case(Mish<7>({.normalize = true}), "mish_normalize", {"W", "b"}, "layernorm");
 }
+TEST_CASE("oracle: Gelu", "[oracle]") { run_layer_case(Gelu<>({.nO = 7}), "gelu", {"W", "b"}); }
+TEST_CASE("oracle: Gelu normalize", "[oracle]") {
+    run_layer_case(Gelu<7>({.normalize = true}), "gelu_normalize", {"W", "b"}, "layernorm");
+}
+TEST_CASE("oracle: Swish", "[oracle]") { run_layer_case(Swish<>({.nO = 7}), "swish", {"W", "b"}); }
+TEST_CASE("oracle: Swish normalize", "[oracle]") {
+    run_layer_case(Swish<7>({.normalize = true}), "swish_normalize", {"W", "b"}, "layernorm");
+}
+TEST_CASE("oracle: HardSwish", "[oracle]") { run_layer_case(HardSwish<>({.nO = 7}), "hard_swish", {"W", "b"}); }
+TEST_CASE("oracle: HardSwish normalize", "[oracle]") {
+    run_layer_case(HardSwish<7>({.normalize = true}), "hard_swish_normalize", {"W", "b"}, "layernorm");
+}
 TEST_CASE("oracle: Maxout", "[oracle]") { run_layer_case(Maxout<4>(), "maxout", {"W", "b"}); }
 TEST_CASE("oracle: Maxout normalize", "[oracle]") {
     run_layer_case(Maxout<4>({.normalize = true}), "maxout_normalize", {"W", "b"}, "layernorm");

@@ -22,6 +22,7 @@ static_assert(Relu<512>::static_nO == 512 && Relu<512>::static_nI == dyn);
 static_assert(Relu<>::static_nO == dyn && Relu<>::static_nI == dyn);
 static_assert(Linear<10, 5>::static_nO == 10 && Softmax<10>::static_nO == 10 && Mish<7, 3>::static_nI == 3);
 static_assert(Sigmoid<4>::static_nO == 4);
+static_assert(Gelu<6, 3>::static_nI == 3 && Swish<6>::static_nO == 6 && HardSwish<>::static_nO == dyn);
 static_assert(Maxout<10, 5, 2>::static_nO == 10 && Maxout<10, 5, 2>::static_nI == 5 && Maxout<10, 5, 2>::static_nP == 2);
 static_assert(LayerNorm<64>::static_nO == 64 && LayerNorm<64>::static_nI == 64 && LayerNorm<>::static_nI == dyn);
 static_assert(widths::static_nO<Dropout>() == dyn && widths::width_preserving<Dropout>);
@@ -51,6 +52,8 @@ static_assert(same<PN, Chain<Relu<512, 784>, LayerNorm<512>, Relu<10, 512>>>);
 static_assert(PN::static_nO == 10);
 
 // Dropout, noop() and sigmoid_activation pass the width through (and keep their types).
+static_assert(same<decltype(Gelu<8, 4>() >> Swish<6>() >> HardSwish<2>()),
+                   Chain<Gelu<8, 4>, Swish<6, 8>, HardSwish<2, 6>>>);
 using PD = decltype(Relu<512, 784>() >> Dropout(0.2) >> Noop<>() >> SigmoidActivation() >> Softmax<10>());
 static_assert(same<PD, Chain<Relu<512, 784>, Dropout, Noop<>, SigmoidActivation, Softmax<10, 512>>>);
 static_assert(PD::static_nI == 784 && PD::static_nO == 10);
@@ -112,6 +115,7 @@ static_assert(same<decltype(chain(Relu<784, 100>(), Mlp(), Softmax<3>())), Chain
 
 // ---- The Model concept ----------------------------------------------------------------------------
 static_assert(Model<Relu<>> && Model<Relu<512, 784>> && Model<Linear<>> && Model<Softmax<10>> && Model<Mish<>>);
+static_assert(Model<Gelu<>> && Model<Swish<4>> && Model<HardSwish<4, 3>>);
 static_assert(Model<Sigmoid<>> && Model<Maxout<>> && Model<LayerNorm<>> && Model<Dropout> && Model<SigmoidActivation>);
 static_assert(Model<Noop<>> && Model<Noop<Ints1d>> && Model<Mlp3> && Model<Clone<Relu<>>> && Model<Mlp> && Model<Big>);
 static_assert(Model<Relu<>&> && Model<const Mlp&>);
@@ -161,3 +165,11 @@ int main() {
     std::printf("static_checks: ok\n");
     return 0;
 }
+
+// ---- Each activation functor's flags are what the plan asks of its Activation value ---------------
+template <class A>
+constexpr bool flags_agree() {
+    return fn::grad_reads_y(A::kind) == A::grad_reads_y && fn::grad_reads_z(A::kind) == A::grad_reads_z;
+}
+static_assert(flags_agree<fn::Relu>() && flags_agree<fn::Sigmoid>() && flags_agree<fn::Mish>() &&
+              flags_agree<fn::Gelu>() && flags_agree<fn::Swish>() && flags_agree<fn::HardSwish>());

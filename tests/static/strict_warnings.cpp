@@ -17,7 +17,8 @@ namespace {
 
 auto mlp() {
     return Relu<64>({.dropout = 0.1, .normalize = true}) >> residual(Maxout<64, 64>({.nP = 3})) >>
-           LayerNorm<64>() >> Dropout(0.1) >> Softmax<10>({.temperature = 1.0});
+           LayerNorm<64>() >> Dropout(0.1) >> Gelu<32>({.normalize = true}) >> Swish<32>({.dropout = 0.1}) >>
+           HardSwish<16>() >> Softmax<10>({.temperature = 1.0});
 }
 
 auto tagger() {

@@ -20,6 +20,8 @@ Thinc's own constructors build.
                        Relu(3)), add(Linear(6), Linear(6)), Softmax_v2(4, temperature=2.0)):
                        most dense layers and combinators, random weights (biases and gains
                        perturbed)
+          acts         chain(Gelu(6, normalize=True), Swish(5, dropout=0.1), HardSwish(4),
+                       Softmax(3)): the other dense activations, random weights
           embed        chain(concatenate(Embed(6, 50), HashEmbed(5, 40)), Relu(4)) over ids,
                        one per row (tables without column; HashEmbed's seed 12345)
         and, for the refusals (no predictions): mlp_wide (H = 128), mlp_maxout (Maxout in
@@ -29,7 +31,7 @@ Thinc's own constructors build.
 
     gen_thinc_models.py --predict KIND CONFIG MODEL INPUT OUTPUT
         builds model KIND (mlp, textcat: one flat chain as tenon's, textcat_nested: spaCy's
-        nesting, zoo, embed) with Thinc's constructors from CONFIG
+        nesting, zoo, acts, embed) with Thinc's constructors from CONFIG
         (key=value,...), loads MODEL with from_bytes (nothing initialised first), predicts
         on INPUT (a case file written by the C++ test) and writes a case file OUTPUT with the
         predictions "P" and "same_bytes" (1 when model.to_bytes() gives back MODEL's bytes).
@@ -45,6 +47,8 @@ from thinc.api import (  # noqa: E402
     CategoricalCrossentropy,
     Dropout,
     Embed,
+    Gelu,
+    HardSwish,
     HashEmbed,
     LSTM,
     LayerNorm,
@@ -55,6 +59,7 @@ from thinc.api import (  # noqa: E402
     Sigmoid,
     Softmax,
     Softmax_v2,
+    Swish,
     add,
     chain,
     clone,
@@ -129,6 +134,10 @@ def zoo(temperature=1.0):
     )
 
 
+def acts():
+    return chain(Gelu(6, normalize=True), Swish(5, dropout=0.1), HardSwish(4), Softmax(3))
+
+
 def embed(seed=None):
     return chain(concatenate(Embed(6, 50), HashEmbed(5, 40, seed=seed)), Relu(4))
 
@@ -145,6 +154,8 @@ def build(kind, cfg):
         return textcat(cfg["width"], rows, cfg["window"], cfg["depth"], cfg["n_classes"], flat=kind == "textcat")
     if kind == "zoo":
         return zoo()
+    if kind == "acts":
+        return acts()
     if kind == "embed":
         return embed()
     if kind == "lstm":
@@ -288,6 +299,19 @@ def zoo_case():
     return c
 
 
+def acts_case():
+    rng = numpy.random.RandomState(4)
+    model = acts()
+    X = rng.uniform(-2, 2, (7, 10)).astype("f")
+    model.initialize(X=X)
+    perturb(model, rng)
+    save("acts", model)
+    c = CaseWriter("acts")
+    c.add("X", X)
+    c.add("P", model.predict(X))
+    return c
+
+
 def embed_case():
     rng = numpy.random.RandomState(3)
     model = embed(seed=12345)  # tenon's HashEmbed makes another: the file must carry it
@@ -321,7 +345,8 @@ def lstm_case():
     return c
 
 
-CASES = [("mlp", mlp_case), ("textcat", textcat_case), ("zoo", zoo_case), ("embed", embed_case), ("lstm", lstm_case)]
+CASES = [("mlp", mlp_case), ("textcat", textcat_case), ("zoo", zoo_case), ("acts", acts_case), ("embed", embed_case),
+         ("lstm", lstm_case)]
 
 
 # ---------------------------------------------------------------------------------------

@@ -96,6 +96,9 @@ auto make_zoo() {
            residual(Linear<8>() >> LayerNorm<>()) >> (Sigmoid<5>() | Relu<3>()) >> (Linear<6>() + Linear<6>()) >>
            Softmax<4>();
 }
+auto make_acts() {
+    return Gelu<6>({.normalize = true}) >> Swish<5>({.dropout = 0.1}) >> HardSwish<4>() >> Softmax<3>();
+}
 auto make_embed() { return (Embed<6, Ints1d>(50) | HashEmbed<5, Ints1d>(40)) >> Relu<4>(); }
 auto make_lstm() {
     return with_padded<List<Floats2d>>(BiLSTM<6, 4>(LSTMOptions{.depth = 2})) >> list2ragged() >> reduce_mean() >>
@@ -330,6 +333,13 @@ TEST_CASE("dense layers, combinators and an Embed saved by Thinc predict the sam
         CHECK(model.layer<5>().get_attr("softmax_temperature") == Attr(2.0));
         CHECK(first_difference(to_thinc_bytes(model), read_bytes(kCases / "zoo.thinc")) == "");
     }
+    SECTION("Gelu (normalize), Swish (dropout), HardSwish") {
+        Case c("acts");
+        auto model = make_acts();
+        from_thinc_disk(model, kCases / "acts.thinc");
+        require_same_predictions(c.get("P"), model.predict(c.f2("X")));
+        CHECK(first_difference(to_thinc_bytes(model), read_bytes(kCases / "acts.thinc")) == "");
+    }
     SECTION("Embed and HashEmbed over one id per row (Thinc's column=None)") {
         Case c("embed");
         auto model = make_embed();
@@ -412,6 +422,14 @@ TEST_CASE("models trained in tenon load into Thinc's and predict the same there"
         Case thinc = thinc_predicts(to_thinc_bytes(zoo), "zoo", "", {as_written("X", X)});
         require_same_predictions(thinc.get("P"), zoo.predict(X));
         CHECK(thinc.scalar("same_bytes") == 1.0f);
+
+        auto acts = make_acts();
+        const Floats2d Xa = testing::random_array(9, 10, 8, -2.0, 2.0);
+        acts.initialize(Xa);
+        testing::randomize_params(acts, 9);
+        Case thinc_acts = thinc_predicts(to_thinc_bytes(acts), "acts", "", {as_written("X", Xa)});
+        require_same_predictions(thinc_acts.get("P"), acts.predict(Xa));
+        CHECK(thinc_acts.scalar("same_bytes") == 1.0f);
 
         auto embed = make_embed();
         Ints1d ids({7});

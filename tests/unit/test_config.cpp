@@ -1013,3 +1013,91 @@ TEST_CASE("config: spacy.TorchBiLSTMEncoder.v1 is a BiLSTM over lists", "[config
     CHECK_THROWS_WITH(build(Config::from_str("[model]\n@architectures = \"spacy.TorchBiLSTMEncoder.v1\"\nwidth = 8\ndepth = 0")),
                       Contains("tenon-E314"));
 }
+
+TEST_CASE("config: Gelu.v1, Swish.v1 and HardSwish.v1 (and spaCy's Gelu key transform)", "[config][registry]") {
+    const char* cfg = R"(
+[model]
+@layers = "chain.v1"
+
+[model.*.a]
+@layers = "Gelu.v1"
+nO = 8
+dropout = 0.25
+normalize = true
+
+[model.*.b]
+@layers = "Swish.v1"
+nO = 6
+normalize = true
+
+[model.*.c]
+@layers = "HardSwish.v1"
+nO = 5
+nI = 6
+dropout = 0.0
+
+[model.*.d]
+@layers = "Softmax.v1"
+nO = 3
+)";
+    // (Here, not in the test of every layer above: these draw from the global generator, and
+    // the tests after that one depend on its state.)
+    auto check_same = [](const std::string& one, auto layer) {
+        INFO(one);
+        const Floats2d X6 = inputs(4, 6);
+        Any2d b = build_model<Floats2d, Floats2d>(Config::from_str(one));
+        b.initialize(X6);
+        layer.initialize(X6);
+        copy_params(layer, b);
+        CHECK(close(b.predict(X6), layer.predict(X6)));
+        auto [Y1, bp1] = b.begin_update(X6);
+        auto [Y2, bp2] = layer.begin_update(X6);
+        CHECK(close(bp1(Y1), bp2(Y2)));
+    };
+    check_same("[model]\n@layers = \"Gelu.v1\"\nnO = 5", Gelu<>({.nO = 5}));
+    check_same("[model]\n@layers = \"Swish.v1\"\nnO = 5\nnormalize = true", Swish<>({.nO = 5, .normalize = true}));
+    check_same("[model]\n@layers = \"HardSwish.v1\"\nnO = 5\nnI = 6", HardSwish<>({.nO = 5, .nI = 6}));
+    const Config c = Config::from_str(cfg);
+    const Floats2d X = inputs(5, 4);
+    Any2d built = build_model<Floats2d, Floats2d>(c);
+    auto model = Gelu<8>({.dropout = 0.25, .normalize = true}) >> Swish<6>({.normalize = true}) >>
+                 HardSwish<5, 6>({.dropout = 0.0}) >> Softmax<3>();
+    CHECK(built.model().name() == "gelu>>swish>>hardswish>>softmax");
+    built.initialize(X);
+    model.initialize(X);
+    copy_params(model, built);
+    CHECK(close(built.predict(X), model.predict(X)));
+    // the same seed: the same dropout masks, outputs and gradients
+    fix_random_seed(11);
+    auto [Y1, bp1] = built.begin_update(X);
+    fix_random_seed(11);
+    auto [Y2, bp2] = model.begin_update(X);
+    CHECK(close(Y1, Y2));
+    CHECK(close(bp1(Y1), bp2(Y2)));
+    CHECK(close_grads(grads_dfs(built), grads_dfs(model)));
+    // the same seed gives the same he_normal_init weights as the C++ model
+    fix_random_seed(5);
+    Any2d fresh = build_model<Floats2d, Floats2d>(c);
+    fresh.initialize(X);
+    fix_random_seed(5);
+    auto fresh_model = Gelu<8>({.dropout = 0.25, .normalize = true}) >> Swish<6>({.normalize = true}) >>
+                       HardSwish<5, 6>({.dropout = 0.0}) >> Softmax<3>();
+    fresh_model.initialize(X);
+    CHECK(testing::all_params(fresh) == testing::all_params(fresh_model));
+    // codegen writes the same model as a type
+    const std::string code = codegen(c);
+    CHECK_THAT(code, Contains("Gelu<8>(DenseOptions{.dropout = 0.25, .normalize = true})") &&
+                         Contains("Swish<6>(DenseOptions{.normalize = true})") &&
+                         Contains("HardSwish<5, 6>(DenseOptions{.dropout = 0.0})"));
+    DynModel plain = build(Config::from_str("[model]\n@layers = \"Gelu.v1\""));
+    CHECK(plain.code<Floats2d, Floats2d>() == "Gelu<>()");
+    // spaCy's ParametricAttention_v2 key transform: a Gelu
+    const Config attn = Config::from_str(
+        "[model]\n@layers = \"ParametricAttention.v2\"\nnO = 4\n[model.key_transform]\n@layers = \"Gelu.v1\"\n"
+        "nO = 4\nnI = 4\nnormalize = true");
+    DynModel a = build(attn);
+    CHECK(a.code<Ragged, Ragged>() == "ParametricAttention_v2<4>(Gelu<4, 4>(DenseOptions{.normalize = true}))");
+    // a bad argument names the layer's path
+    CHECK_THAT(error_message([] { build(Config::from_str("[model]\n@layers = \"Swish.v1\"\nnO = \"x\"")); }),
+               Contains("tenon-E313") && Contains("nO"));
+}

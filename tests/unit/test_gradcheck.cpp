@@ -385,6 +385,14 @@ const std::vector<Case>& cases() {
          [] { run_check(Softmax<4>(), random_array(5, 5, 10), crossentropy_objective); }},
         {"Mish", [] { run_check(Mish<4>(), random_array(4, 5, 11, -2.0, 2.0)); }},
         {"Mish normalize", [] { run_check(Mish<4>({.normalize = true}), random_array(4, 5, 12)); }},
+        {"Gelu", [] { run_check(Gelu<4>(), random_array(4, 5, 31, -3.0, 3.0)); }},
+        {"Gelu normalize", [] { run_check(Gelu<4>({.normalize = true}), random_array(4, 5, 32)); }},
+        {"Swish", [] { run_check(Swish<4>(), random_array(4, 5, 33, -3.0, 3.0)); }},
+        {"Swish normalize + dropout (fixed mask)",
+         [] { run_check(Swish<4>({.dropout = 0.3, .normalize = true}), random_array(4, 5, 34)); }},
+        // pre-activations past both bends at +-2.5 (a kink there is told apart and skipped)
+        {"HardSwish", [] { run_check(HardSwish<4>(), random_array(4, 5, 35, -3.0, 3.0)); }},
+        {"HardSwish normalize", [] { run_check(HardSwish<4>({.normalize = true}), random_array(4, 5, 36, -2.0, 2.0)); }},
         {"Maxout nP=3", [] { run_check(Maxout<4>(), random_array(4, 5, 13)); }},
         {"Maxout nP=2", [] { run_check(Maxout<4, dyn, 2>(), random_array(4, 5, 14)); }},
         {"Maxout normalize", [] { run_check(Maxout<4>({.normalize = true}), random_array(4, 5, 15)); }},
@@ -397,6 +405,11 @@ const std::vector<Case>& cases() {
              run_check(Relu<6>({.normalize = true}) >> Maxout<5>() >> Mish<4>({.dropout = 0.2}) >> Sigmoid<4>() >>
                            LayerNorm<>() >> sigmoid_activation() >> Dropout(0.3) >> Linear<3>(),
                        random_array(4, 5, 20));
+         }},
+        {"chain of Gelu, Swish and HardSwish",
+         [] {
+             run_check(Gelu<6>() >> Swish<5>({.normalize = true}) >> HardSwish<4>({.dropout = 0.2}) >> Linear<3>(),
+                       random_array(4, 5, 37, -2.0, 2.0));
          }},
         {"chain ending in Softmax + CategoricalCrossentropy",
          [] { run_check(Relu<6>() >> Linear<5>() >> Softmax<3>(), random_array(5, 4, 21), crossentropy_objective); }},

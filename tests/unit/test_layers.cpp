@@ -44,6 +44,33 @@ Floats2d affine_ref(Node& layer, const Floats2d& X) {
 
 double mish_ref(double z) { return z >= 20.0 ? z : z * std::tanh(std::log1p(std::exp(z))); }
 double sigmoid_ref(double z) { return 1.0 / (1.0 + std::exp(-std::clamp(z, -20.0, 20.0))); }
+// The exact GELU (std::erf: Thinc's erf approximation is within 1.5e-7 of it).
+double gelu_ref(double z) { return 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0))); }
+double swish_ref(double z) { return z * sigmoid_ref(z); }
+double hard_swish_ref(double z) { return z * std::clamp(0.2 * z + 0.5, 0.0, 1.0); }
+
+// A dense activation layer against its reference function, on pre-activations spread over
+// [-6, 6] and more (X in [-3, 3], 3 inputs).
+template <class L, class F>
+void check_dense_activation(L layer, F ref) {
+    const Floats2d X = random_array(8, 3, 11, -3, 3);
+    layer.initialize(X);
+    randomize(layer, 12);
+    const Floats2d P = layer.predict(X), Z = affine_ref(layer, X);
+    for (std::size_t i = 0; i < P.size(); ++i) CHECK(P[i] == Approx(ref(Z[i])).margin(1e-5));
+    auto [Y, bp] = layer.begin_update(X);
+    for (std::size_t i = 0; i < P.size(); ++i) CHECK(Y[i] == P[i]);
+}
+// The gradient of an activation functor against a central difference of its forward (in
+// double, away from the bends).
+template <class A>
+void check_activation_grad(A act, std::initializer_list<float> zs) {
+    for (float z : zs) {
+        const double h = 1e-3;
+        const double fd = (double(act(float(z + h))) - double(act(float(z - h)))) / (2 * h);
+        CHECK(act.grad(2.0f, act(z), z) == Approx(2.0 * fd).margin(2e-3));
+    }
+}
 }  // namespace
 
 TEST_CASE("layers: Linear", "[layers]") {
@@ -235,6 +262,115 @@ TEST_CASE("layers: Mish", "[layers]") {
     CHECK(fn::Mish{}(25.0f) == 25.0f);  // the identity above the threshold
     CHECK(fn::Mish{}(-30.0f) == Approx(0.0).margin(1e-10));
     CHECK(fn::Mish{}(1.0f) == Approx(0.8650983882673103));
+}
+
+TEST_CASE("layers: Gelu", "[layers]") {
+    check_dense_activation(Gelu<5>(), gelu_ref);
+    CHECK(Gelu<>().name() == "gelu");
+    const fn::Gelu g;
+    CHECK(g(0.0f) == 0.0f);
+    CHECK(g(1.0f) == Approx(0.8413447460685429).margin(2e-7));   // Phi(1), Thinc's erf
+    CHECK(g(-1.0f) == Approx(-0.15865525393145707).margin(2e-7));
+    CHECK(g(10.0f) == Approx(10.0).margin(1e-6));
+    CHECK(g(-10.0f) == Approx(0.0).margin(1e-6));
+    // Thinc's gradient: Phi(z) + z phi(z).
+    CHECK(g.grad(1.0f, 0.0f, 0.0f) == Approx(0.5).margin(1e-7));
+    CHECK(g.grad(1.0f, 0.0f, 1.0f) == Approx(0.8413447460685429 + 0.24197072451914337).margin(2e-7));
+    CHECK(g.grad(1.0f, 0.0f, -30.0f) == 0.0f);
+    CHECK(g.grad(1.0f, 0.0f, 30.0f) == Approx(1.0));
+    check_activation_grad(g, {-4.0f, -1.5f, -0.3f, 0.2f, 0.9f, 2.5f, 5.0f});
+}
+
+TEST_CASE("layers: Swish", "[layers]") {
+    check_dense_activation(Swish<5>(), swish_ref);
+    CHECK(Swish<>().name() == "swish");
+    const fn::Swish s;
+    CHECK(s(0.0f) == 0.0f);
+    CHECK(s(1.0f) == Approx(0.7310585786300049));
+    CHECK(s(30.0f) == Approx(30.0 * sigmoid_ref(20.0)));  // the sigmoid's input clipped to 20
+    CHECK(s(-30.0f) == Approx(-30.0 * sigmoid_ref(-20.0)));
+    CHECK(s.grad(1.0f, 0.0f, 0.0f) == Approx(0.5));
+    check_activation_grad(s, {-8.0f, -2.0f, -0.5f, 0.3f, 1.0f, 4.0f, 12.0f});
+}
+
+TEST_CASE("layers: HardSwish", "[layers]") {
+    check_dense_activation(HardSwish<5>(), hard_swish_ref);
+    CHECK(HardSwish<>().name() == "hardswish");
+    const fn::HardSwish h;
+    CHECK(h(0.0f) == 0.0f);
+    CHECK(h(1.0f) == Approx(0.7));
+    CHECK(h(3.0f) == 3.0f);   // the identity above 2.5
+    CHECK(h(-3.0f) == 0.0f);  // 0 below -2.5
+    // Thinc's backprop_hard_swish: 0.4 z + 0.5 in [-2.5, 2.5], 1 above, 0 below.
+    CHECK(h.grad(2.0f, 0.0f, 1.0f) == Approx(1.8));
+    CHECK(h.grad(2.0f, 0.0f, 2.5f) == Approx(3.0));
+    CHECK(h.grad(2.0f, 0.0f, 2.6f) == 2.0f);
+    CHECK(h.grad(2.0f, 0.0f, -2.5f) == Approx(-1.0));
+    CHECK(h.grad(2.0f, 0.0f, -2.6f) == 0.0f);
+    check_activation_grad(h, {-4.0f, -2.0f, -0.5f, 0.3f, 1.0f, 2.2f, 4.0f});
+}
+
+TEST_CASE("layers: Gelu, Swish and HardSwish start from he_normal_init", "[layers][init]") {
+    fix_random_seed(3);
+    const double sd = std::sqrt(2.0 / 50.0);  // sqrt(2 / nI)
+    auto check_he = [&](Node& layer) {
+        double mean = 0, sq = 0;
+        for (float w : layer.get_param("W")) {
+            mean += w;
+            sq += double(w) * w;
+        }
+        mean /= 10000.0;
+        CHECK(mean == Approx(0.0).margin(0.01));
+        CHECK(std::sqrt(sq / 10000.0 - mean * mean) == Approx(sd).epsilon(0.05));
+        for (float b : layer.get_param("b")) CHECK(b == 0.0f);
+    };
+    auto g = Gelu<200, 50>();
+    g.initialize();
+    check_he(g);
+    auto s = Swish<200, 50>();
+    s.initialize();
+    check_he(s);
+    auto h = HardSwish<200, 50>();
+    h.initialize();
+    check_he(h);
+    // As an option of another layer.
+    auto l = Linear<200, 50>({.init_W = he_normal_init});
+    l.initialize();
+    check_he(l);
+}
+
+TEST_CASE("layers: Gelu, Swish and HardSwish: normalize, dropout, empty batch", "[layers]") {
+    fix_random_seed(4);
+    auto g = Gelu<6>({.dropout = 0.5, .normalize = true});
+    auto s = Swish<6>({.normalize = true});
+    auto h = HardSwish<6>({.dropout = 0.2});
+    const Floats2d X = random_array(5, 4, 13);
+    g.initialize(X);
+    s.initialize(X);
+    h.initialize(X);
+    auto names = [](Node& n) {
+        std::vector<std::string> out;
+        for (Node* c : n.walk()) out.push_back(c->name());
+        return out;
+    };
+    CHECK(names(g) == std::vector<std::string>{"gelu", "layernorm", "dropout"});
+    CHECK(names(s) == std::vector<std::string>{"swish", "layernorm"});
+    CHECK(names(h) == std::vector<std::string>{"hardswish", "dropout"});
+    // LayerNorm after the activation: each row of the output has mean 0 (G = 1, b = 0).
+    const Floats2d Y = s.predict(X);
+    for (std::size_t r = 0; r < Y.shape(0); ++r) {
+        double m = 0;
+        for (std::size_t c = 0; c < 6; ++c) m += Y(r, c);
+        CHECK(m == Approx(0.0).margin(1e-5));
+    }
+    // An empty batch: (0, nO) out, (0, nI) back, no gradient.
+    const Floats2d E({0, 4});
+    CHECK(g.predict(E).shape(0) == 0);
+    auto [Ye, bp] = h.begin_update(E);
+    CHECK(Ye.shape(1) == 6);
+    const Floats2d dX = bp(Floats2d({0, 6}));
+    CHECK(dX.shape(0) == 0);
+    CHECK(dX.shape(1) == 4);
 }
 
 TEST_CASE("layers: Maxout", "[layers]") {

@@ -180,6 +180,27 @@ TEST_CASE("lower: every dense activation with its LayerNorm and Dropout tail", "
         m.initialize(X);
         CHECK(contains(check_plan(m, X, 6), "bias, mish, layernorm, dropout(0.2)"));
     }
+    SECTION("gelu") {
+        auto m = Gelu<16>({.dropout = 0.1}) >> Gelu<16>({.dropout = 0.2, .normalize = true}) >> Linear<2>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 31);
+        CHECK(contains(d, "gemm 12->16 | bias, gelu, dropout(0.1)"));
+        CHECK(contains(d, "bias, gelu, layernorm, dropout(0.2)"));
+    }
+    SECTION("swish") {
+        auto m = Swish<16>({.normalize = true}) >> Swish<16>({.dropout = 0.2}) >> Linear<2>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 32);
+        CHECK(contains(d, "gemm 12->16 | bias, swish, layernorm"));
+        CHECK(contains(d, "bias, swish, dropout(0.2)"));
+    }
+    SECTION("hardswish") {
+        auto m = HardSwish<16>({.dropout = 0.3}) >> HardSwish<16>({.normalize = true}) >> Softmax<3>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 33);
+        CHECK(contains(d, "gemm 12->16 | bias, hardswish, dropout(0.3)"));
+        CHECK(contains(d, "bias, hardswish, layernorm"));
+    }
     SECTION("softmax with a temperature") {
         auto m = Relu<16>() >> Softmax<6>({.temperature = 2.0});
         m.initialize(X);
@@ -245,6 +266,14 @@ TEST_CASE("lower: residual blocks add their input in the last stage's pass", "[l
         const std::string d = check_plan(m, X, 22);
         INFO(d);
         CHECK(contains(d, "stage 0: gemm 20->20 | bias, mish, dropout(0.2), residual add (x0)"));
+    }
+    SECTION("gelu, swish and hardswish in residual blocks") {
+        auto m = residual(Gelu<20>({.dropout = 0.2})) >> residual(Swish<20>() >> HardSwish<20>({.normalize = true}));
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 24);
+        INFO(d);
+        CHECK(contains(d, "stage 0: gemm 20->20 | bias, gelu, dropout(0.2), residual add (x0)"));
+        CHECK(contains(d, "stage 2: gemm 20->20 | bias, hardswish, layernorm, residual add (x1)"));
     }
     SECTION("one residual of one layer") {
         auto m = residual(Relu<20>({.dropout = 0.3}));

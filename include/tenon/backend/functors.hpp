@@ -18,7 +18,7 @@
 namespace tenon {
 
 // The activation of a dense stage (a closed set: a backend instantiates a kernel for each).
-enum class Activation : std::uint8_t { identity, relu, sigmoid, mish };
+enum class Activation : std::uint8_t { identity, relu, sigmoid, mish, gelu, swish, hard_swish };
 // The reductions of a sequence's rows to one row (reduce_sum, reduce_mean, ...).
 enum class Reduce : std::uint8_t { sum, mean, max, first, last };
 
@@ -70,6 +70,61 @@ struct Mish {
     }
 };
 
+// GELU, the exact x * Phi(x) (not the tanh approximation), with Thinc's gaussian_cdf: Phi(x) =
+// (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), the
+// approximation thinc/backends/ops.py uses; the gradient Phi(x) + x phi(x) with the exact
+// density phi, as Thinc's backprop_gelu. In double, then rounded.
+struct Gelu {
+    static constexpr Activation kind = Activation::gelu;
+    static constexpr bool grad_reads_y = false, grad_reads_z = true;
+    TENON_HD static double erf(double x) {
+        const double a = x < 0.0 ? -x : x;
+        const double t = 1.0 / (1.0 + 0.3275911 * a);
+        const double poly =
+            ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+        const double y = 1.0 - poly * std::exp(-a * a);
+        return x < 0.0 ? -y : (x > 0.0 ? y : 0.0);
+    }
+    TENON_HD static double cdf(double x) { return 0.5 * (1.0 + erf(x * 0.70710678118654752440)); }
+    TENON_HD static double pdf(double x) { return 0.39894228040143267794 * std::exp(-0.5 * x * x); }
+    TENON_HD float operator()(float z) const { return static_cast<float>(double(z) * cdf(z)); }
+    TENON_HD float grad(float dy, float, float z) const {
+        const double x = z;
+        return static_cast<float>(dy * (cdf(x) + x * pdf(x)));
+    }
+};
+
+// Swish (SiLU): z * sigmoid(z), the sigmoid's input clipped to [-20, 20] as Thinc's; the
+// gradient Thinc's way, y + sigmoid(z) (1 - y), with y recomputed from z (so only z is kept).
+struct Swish {
+    static constexpr Activation kind = Activation::swish;
+    static constexpr bool grad_reads_y = false, grad_reads_z = true;
+    TENON_HD float operator()(float z) const { return z * Sigmoid{}(z); }
+    TENON_HD float grad(float dy, float, float z) const {
+        const float s = Sigmoid{}(z), y = z * s;
+        return dy * (y + s * (1.0f - y));
+    }
+};
+
+// Thinc's hard_swish: z * hard_sigmoid(z), hard_sigmoid(z) = clip(0.2 z + 0.5, 0, 1), so the
+// identity above 2.5 and 0 below -2.5; the gradient 0.4 z + 0.5, 1 for z > 2.5 and 0 for
+// z < -2.5 (at exactly +-2.5 the inner formula, as Thinc's backprop_hard_swish). In float,
+// as Thinc computes it.
+struct HardSwish {
+    static constexpr Activation kind = Activation::hard_swish;
+    static constexpr bool grad_reads_y = false, grad_reads_z = true;
+    TENON_HD float operator()(float z) const {
+        float h = z * 0.2f + 0.5f;
+        h = h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h);
+        return z * h;
+    }
+    TENON_HD float grad(float dy, float, float z) const {
+        if (z > 2.5f) return dy;
+        if (z < -2.5f) return 0.0f;
+        return dy * (z * 0.4f + 0.5f);
+    }
+};
+
 // Calls f with the functor of activation a (the one switch over the closed set).
 template <class F>
 TENON_HD inline decltype(auto) with_activation(Activation a, F&& f) {
@@ -77,6 +132,9 @@ TENON_HD inline decltype(auto) with_activation(Activation a, F&& f) {
         case Activation::relu: return f(Relu{});
         case Activation::sigmoid: return f(Sigmoid{});
         case Activation::mish: return f(Mish{});
+        case Activation::gelu: return f(Gelu{});
+        case Activation::swish: return f(Swish{});
+        case Activation::hard_swish: return f(HardSwish{});
         case Activation::identity: break;
     }
     return f(Identity{});
@@ -85,7 +143,9 @@ TENON_HD inline decltype(auto) with_activation(Activation a, F&& f) {
 inline constexpr bool grad_reads_y(Activation a) {
     return a == Activation::relu || a == Activation::sigmoid;
 }
-inline constexpr bool grad_reads_z(Activation a) { return a == Activation::mish; }
+inline constexpr bool grad_reads_z(Activation a) {
+    return a == Activation::mish || a == Activation::gelu || a == Activation::swish || a == Activation::hard_swish;
+}
 
 // y = act(y + b) over one row, keeping the pre-activation in z when z is not null.
 template <class A>

@@ -25,6 +25,17 @@ struct GlorotUniformInit {
 };
 inline constexpr GlorotUniformInit glorot_uniform_init{};
 
+// Normal with mean 0 and standard deviation sqrt(2 / shape[1]) (He et al. 2015; Thinc's
+// he_normal_init, the default W of Gelu, Swish and HardSwish).
+struct HeNormalInit {
+    void operator()(ParamView p) const {
+        const std::size_t fan_in = detail::fan(p, 1);
+        const double sd = std::sqrt(2.0 / double(fan_in ? fan_in : 1));
+        for (float& v : p) v = static_cast<float>(sd * global_rng().normal());
+    }
+};
+inline constexpr HeNormalInit he_normal_init{};
+
 struct ZeroInit {
     void operator()(ParamView p) const {
         for (float& v : p) v = 0.0f;

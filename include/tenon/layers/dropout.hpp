@@ -35,7 +35,7 @@ public:
     };
 
     // Applies dropout in place to Y (rows, n), keeping the mask in bp; used by layers that
-    // end in a dropout (Relu, Mish, Maxout) to avoid a copy.
+    // end in a dropout (Relu, Mish, Gelu, Swish, HardSwish, Maxout) to avoid a copy.
     void apply_inplace(Floats2d& Y, bool is_train, Backprop& bp) const;
 
 private:

@@ -14,7 +14,7 @@ namespace tenon::lowering {
 // The operations of a stage's row pass (plan.hpp's Op); `add` is residual's.
 enum class OpKind : std::uint8_t { layernorm, dropout, sigmoid, add };
 
-// A dense layer (Linear, Relu, Sigmoid, Mish, Softmax): a matrix product with W (nO, nI),
+// A dense layer (Linear, Relu, Sigmoid, Mish, Gelu, Swish, HardSwish, Softmax): a matrix product with W (nO, nI),
 // then one pass over each row: bias and the activation (one of the shared functors,
 // backend/functors.hpp, which the layer's own forward uses too), an optional softmax over
 // the row, then its LayerNorm / Dropout children.

@@ -276,7 +276,7 @@ protected:
     // The node of a dense layer (dims nO, nI; W (nO, nI), b (nO)) and of a maxout layer (dims
     // nO, nI, nP; W (nO, nP, nI), b (nO, nP)), with the static widths (NO, NI, NP) and the
     // options' (nO, nI, nP; dyn where not given): built once, in the library, for every
-    // width of Relu, Softmax, Linear, Mish, Sigmoid and Maxout.
+    // width of Relu, Softmax, Linear, Mish, Gelu, Swish, HardSwish, Sigmoid and Maxout.
     static Node dense_node(const char* name, std::size_t NO, std::size_t NI, std::size_t nO, std::size_t nI);
     static Node maxout_node(std::size_t NO, std::size_t NI, std::size_t NP, std::size_t nO, std::size_t nI,
                             std::size_t nP);

@@ -1,6 +1,6 @@
-// The matrix products shared by the dense layers (Linear, Relu, Sigmoid, Mish, Softmax,
-// Maxout), on the layer's backend: Y = X W^T + b forward; db += sum(dY), dW += dY^T X,
-// dX = dY W backward.
+// The matrix products shared by the dense layers (Linear, Relu, Sigmoid, Mish, Gelu, Swish,
+// HardSwish, Softmax, Maxout), on the layer's backend: Y = X W^T + b forward; db += sum(dY),
+// dW += dY^T X, dX = dY W backward.
 #pragma once
 #include <cstddef>
 

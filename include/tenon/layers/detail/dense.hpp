@@ -1,5 +1,5 @@
-// What the affine layers (Linear, Relu, Sigmoid, Mish, Softmax) share: dims nO and nI (static
-// or dyn), parameters W (nO, nI) and b (nO), shape inference in initialize, the matrix
+// What the affine layers (Linear, Relu, Sigmoid, Mish, Gelu, Swish, HardSwish, Softmax)
+// share: dims nO and nI (static or dyn), parameters W (nO, nI) and b (nO), shape inference in initialize, the matrix
 // products, and the optional LayerNorm/Dropout tail. A layer names its activation in its
 // lowering declaration, `static constexpr lowering::DenseStage lowered_as{"relu",
 // Activation::relu}` (a functor of backend/functors.hpp): the layer's own forward and the
@@ -26,7 +26,7 @@ struct LinearOptions {
     Init init_b = {};  // empty: zero_init
 };
 
-// Options of Relu and Mish: Linear's, plus Thinc's `dropout` and `normalize`.
+// Options of Relu, Mish, Gelu, Swish and HardSwish: Linear's, plus Thinc's `dropout` and `normalize`.
 // (Each layer has a default constructor of its own, out of line, rather than a default
 // argument `o = {}`: an options object holds two std::function, and one per layer in a
 // 500-layer chain(Relu<64>(), ...) made GCC's points-to analysis of the caller, quadratic in

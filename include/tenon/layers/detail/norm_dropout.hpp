@@ -1,5 +1,6 @@
-// The optional tail Thinc's Relu, Mish and Maxout take: `normalize=True` appends a LayerNorm
-// and `dropout=rate` a Dropout (in that order, as Thinc's chain(layer, LayerNorm, Dropout)).
+// The optional tail Thinc's Relu, Mish, Gelu, Swish, HardSwish and Maxout take:
+// `normalize=True` appends a LayerNorm and `dropout=rate` a Dropout (in that order, as
+// Thinc's chain(layer, LayerNorm, Dropout)).
 // Here they are children of the layer, so the pass over the layer's output stays in one place.
 #pragma once
 #include <optional>
