@@ -105,7 +105,22 @@ int main() {
         backprop_v(Yv);
     }
 
+    // A BiLSTM tagger (with_padded) and attention pooling (ParametricAttention, v2 with a key transform).
+    std::vector<Floats2d> seqs;
+    seqs.push_back(Floats2d({3, 8}));
+    seqs.push_back(Floats2d({1, 8}));
+    const List<Floats2d> S(std::move(seqs));
+    auto rnn = with_padded<List<Floats2d>>(BiLSTM<8, 8>({.depth = 2, .dropout = 0.1})) >> list2ragged() >>
+               ParametricAttention_v2<8>(Gelu<8, 8>()) >> reduce_sum() >> Softmax<3>();
+    rnn.initialize(S);
+    {
+        auto [Yr, backprop_r] = rnn.begin_update(S);
+        backprop_r(Yr);
+        rnn.finish_update(opt);
+    }
+    const Floats2d rnn_p = rnn.predict(S);
+
     auto remap = remap_ids(std::unordered_map<std::int64_t, std::int32_t>{{5, 1}, {7, 2}}, 0);
     (void)remap;
-    return int(P.shape(0) + tags.size() + cats.shape(0) + Pa.shape(0) + bow_p.shape(0)) == 0;
+    return int(P.shape(0) + tags.size() + cats.shape(0) + Pa.shape(0) + bow_p.shape(0) + rnn_p.shape(0)) == 0;
 }
