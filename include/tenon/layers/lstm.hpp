@@ -21,9 +21,10 @@
 //
 // The work is width-independent and compiled once (src/lstm.cpp): the input's rows, step by
 // step, through the layer's backend (a product per direction over all rows, a product and
-// Ops::lstm_cell_forward per step; fn::lstm_cell_row is the math). A plan runs it as a layer
-// stage. Errors: tenon-E285 (nO not a multiple of the directions, depth 0), tenon-E286 (a
-// "LSTM" parameter of the wrong size), tenon-E101 (input width), tenon-E111 (gradient shape).
+// Ops::lstm_cell_forward per step; fn::lstm_cell_one is the math). The plan has no stage for it
+// yet: a model with an LSTM runs its layers (lower() is tenon-E054). Errors: tenon-E285 (nO
+// not a multiple of the directions, depth 0), tenon-E286 (an "LSTM" parameter of the wrong
+// size), tenon-E101 (input width), tenon-E111 (gradient shape).
 #pragma once
 #include <cstddef>
 #include <memory>

@@ -126,7 +126,9 @@ struct chain_walk<Chain<Ls...>> {
 template <class L>
 void add_layer(Builder& B, L& layer, void* slot) {
     static_assert(std::is_same_v<typename L::Out, Floats2d>,
-                  "lower(): every layer of a lowered model must output a Floats2d");
+                  "[tenon-E054] lower(model): the plan has no stage for a layer of this model (one that outputs "
+                  "another type than Floats2d where the plan needs rows: an LSTM on Padded, ParametricAttention on "
+                  "Ragged, ...); call the model's own predict / begin_update, which run its layers");
     if (!slot) refuse(layer, "a layer the plan does not fuse, inside clone()");
     constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
     if (head && (B.cur != 0 || B.p.seq))
@@ -407,8 +409,9 @@ public:
     static constexpr bool seq = lowering::seq_type<In>::value;
     static constexpr bool seq_out = lowering::seq_type<Out>::value;
     static_assert(lowering::engine_types<M>,
-                  "lower(): the model must take a Floats2d (or a List / Ragged of arrays or ids) and output a "
-                  "Floats2d (or a List / Ragged of Floats2d)");
+                  "[tenon-E054] lower(model): the plan takes a Floats2d (or a List / Ragged of arrays or ids) and "
+                  "outputs a Floats2d (or a List / Ragged of Floats2d); for a model of other data types call its own "
+                  "predict / begin_update, which run its layers");
     static constexpr bool head_input = !seq && !std::is_same_v<In, Floats2d>;
 
     explicit Plan(M& model) : model_(&model) {
@@ -945,9 +948,21 @@ private:
 };
 
 template <class M>
-    requires Model<M>
+    requires Model<M> && lowering::engine_types<M>
 Plan<M> lower(M& model) {
     return Plan<M>(model);
+}
+// A model of data types the plan does not take: the one error here, and a failed_model that
+// the rest of the user's program may use without more errors (model/failed_model.hpp).
+template <class M>
+    requires Model<M> && (!lowering::engine_types<M>)
+auto lower(M&) {
+    static_assert(lowering::engine_types<M>,
+                  "[tenon-E054] lower(model): the plan has no stages for this model's data types (it takes a "
+                  "Floats2d, or a List / Ragged of arrays or ids, and outputs a Floats2d or a List / Ragged of "
+                  "Floats2d, through layers it can place); call the model's own predict / begin_update, which run "
+                  "its layers");
+    return failed_model{};
 }
 // A failed model's error is already said (model/failed_model.hpp).
 inline failed_model lower(const failed_model&) noexcept { return {}; }
@@ -1019,15 +1034,20 @@ bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M
 }  // namespace lowering
 
 // The plan's stages, and with a batch size its workspace layout, as text.
+// (A model lower() does not take: its tenon-E054, and an empty text.)
 template <class M>
     requires Model<M>
-std::string describe_plan(M& model) {
-    return lower(model).describe();
+auto describe_plan(M& model) {
+    if constexpr (!lowering::engine_types<M>) (void)lower(model);
+    if constexpr (lowering::engine_types<M>) return std::string(lower(model).describe());
+    else return std::string();
 }
 template <class M>
     requires Model<M>
-std::string describe_plan(M& model, std::size_t batch) {
-    return lower(model).describe(batch);
+auto describe_plan(M& model, std::size_t batch) {
+    if constexpr (!lowering::engine_types<M>) (void)lower(model);
+    if constexpr (lowering::engine_types<M>) return std::string(lower(model).describe(batch));
+    else return std::string();
 }
 
 }  // namespace tenon
