@@ -399,8 +399,12 @@ TENON_AVX2 void lstm_cell_backward_avx2(const float* dH, std::size_t ldh, const 
     }
 }
 
+// The CPU has AVX2 + FMA and the kernels' target uses them (TENON_GEMM_TARGET=generic or
+// eigen-v3 forces the functors' plain loops here too, so that path can be checked anywhere).
 bool have_avx2_fma() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                            (std::strcmp(cpu::gemm_target(), "x86-64-v3") == 0 ||
+                             std::strcmp(cpu::gemm_target(), "x86-64-v4") == 0);
     return yes;
 }
 #endif
