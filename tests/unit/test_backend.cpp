@@ -602,3 +602,82 @@ TEST_CASE("backend: the CPU's sequence softmax and row scalars on known values",
     ops.row_dots(X, Y, 2, 2, d);
     CHECK((d[0] == 10 && d[1] == -25));
 }
+
+// The run's backend entry by entry against the CPU's on random values (on the CPU's own run a
+// comparison with itself): every transposition of the product with padded leading dimensions
+// (the device backend's row-major -> column-major translation, and back in the host build's
+// cuBLAS), scatter-adds with repeated rows and a column mask, SparseLinear's with colliding
+// weights (stride 1), layer norm's backward in place.
+TEST_CASE("backend: the run's backend's entries equal the CPU's", "[backend]") {
+    const Ops& ops = current_ops();
+    const Ops& cpu = cpu_ops();
+    auto rnd = [](std::size_t n, std::uint64_t seed) {
+        const Floats2d a = random_array(1, n ? n : 1, seed);
+        return std::vector<float>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n));
+    };
+    SECTION("gemm, every transposition, padded leading dimensions") {
+        const std::size_t m = 7, n = 5, k = 6;
+        for (int ta = 0; ta < 2; ++ta)
+            for (int tb = 0; tb < 2; ++tb) {
+                const std::size_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 3, ldc = n + 1;
+                const auto A = rnd((ta ? k : m) * lda, 1), B = rnd((tb ? n : k) * ldb, 2);
+                auto C = rnd(m * ldc, 3), D = C;
+                ops.gemm(ta, tb, m, n, k, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, C.data(), ldc);
+                cpu.gemm(ta, tb, m, n, k, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, D.data(), ldc);
+                CHECK(close(C, D));
+            }
+    }
+    SECTION("scatter-adds with repeated rows") {
+        const std::size_t width = 3, rows = 9, per = 2;
+        std::vector<std::uint32_t> idx(rows * per);
+        for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>((i * 5) % 4);
+        const auto d = rnd(rows * width, 4), mask = rnd(width, 5);
+        for (const float* m : {static_cast<const float*>(nullptr), mask.data()}) {
+            auto T = rnd(4 * width, 6), U = T;
+            ops.scatter_add_rows(T.data(), width, idx.data(), rows, per, d.data(), m);
+            cpu.scatter_add_rows(U.data(), width, idx.data(), rows, per, d.data(), m);
+            CHECK(close(T, U));
+            std::vector<float> g(rows * width), h(rows * width);
+            ops.gather_add_rows(T.data(), width, idx.data(), rows, per, g.data());
+            cpu.gather_add_rows(U.data(), width, idx.data(), rows, per, h.data());
+            CHECK(close(g, h));
+        }
+        const std::size_t nO = 3, per2 = 2, nseg = 3;
+        const std::vector<std::int32_t> lengths{2, 0, 3};
+        std::vector<std::uint32_t> sidx(5 * per2);
+        for (std::size_t i = 0; i < sidx.size(); ++i) sidx[i] = static_cast<std::uint32_t>((i * 3) % 5);
+        const auto values = rnd(5, 7), dY = rnd(nseg * nO, 8), W = rnd(5 * nO + 3, 9);
+        for (std::size_t stride : {std::size_t{1}, std::size_t{5}}) {
+            auto dW = rnd(5 * nO + 3, 10), dW2 = dW;
+            std::vector<float> dv(5), dv2(5);
+            ops.sparse_scatter_add(dW.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
+                                   dY.data(), W.data(), dv.data());
+            cpu.sparse_scatter_add(dW2.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
+                                   dY.data(), W.data(), dv2.data());
+            CHECK(close(dW, dW2));
+            CHECK(close(dv, dv2));
+            auto Y = rnd(nseg * nO, 11), Y2 = Y;
+            ops.sparse_gather_add(dW.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg, Y.data());
+            cpu.sparse_gather_add(dW2.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
+                                  Y2.data());
+            CHECK(close(Y, Y2));
+        }
+    }
+    SECTION("layer norm's backward in place, bias gradients") {
+        const std::size_t rows = 6, n = 5;
+        const auto X = rnd(rows * n, 12), G = rnd(n, 13), b = rnd(n, 14), dY = rnd(rows * n, 15);
+        std::vector<float> xh(rows * n), rs(rows), Y(rows * n);
+        cpu.layernorm(X.data(), Y.data(), rows, n, G.data(), b.data(), xh.data(), rs.data());
+        auto d1 = dY, d2 = dY;
+        auto dG1 = rnd(n, 16), dG2 = dG1, db1 = rnd(n, 17), db2 = db1;
+        ops.layernorm_backward(d1.data(), d1.data(), xh.data(), rs.data(), rows, n, G.data(), dG1.data(), db1.data());
+        cpu.layernorm_backward(d2.data(), d2.data(), xh.data(), rs.data(), rows, n, G.data(), dG2.data(), db2.data());
+        CHECK(close(d1, d2));
+        CHECK(close(dG1, dG2));
+        CHECK(close(db1, db2));
+        ops.sum_rows_into(dY.data(), rows, n, db1.data());
+        cpu.sum_rows_into(dY.data(), rows, n, db2.data());
+        CHECK(close(db1, db2));
+        CHECK(ops.sum_squares(dY.data(), dY.size()) == Approx(cpu.sum_squares(dY.data(), dY.size())).epsilon(1e-6));
+    }
+}
