@@ -4,7 +4,8 @@ BUILD ?= build
 PY := /usr/bin/python3
 # Build and test dependencies (Debian 12 package names).
 DEPS := g++ clang pkg-config cmake meson ninja-build libeigen3-dev libboost-dev libcereal-dev catch2 \
-        zlib1g-dev python3-thinc python3-numpy dataset-fashion-mnist libmsgpack-cxx-dev nlohmann-json3-dev
+        zlib1g-dev python3-thinc python3-numpy dataset-fashion-mnist libmsgpack-cxx-dev nlohmann-json3-dev \
+        libthrust-dev libcub-dev
 # PyTorch, LibTorch and dlib at their best: libopenblas0-pthread points libblas.so.3 at OpenBLAS.
 # dlib's pkg-config file links libblas.so, liblapack.so and libjpeg.so, which libdlib-dev lacks.
 BENCH_DEPS := python3-torch libopenblas0-pthread libtorch-dev libdlib-dev libblas-dev liblapack-dev libjpeg-dev
@@ -19,7 +20,7 @@ JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); \
   m=$$(awk '/MemAvailable/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null || echo $$n); \
   [ "$$m" -lt "$$n" ] && n=$$m; [ "$$n" -lt 1 ] && n=1; echo $$n)
 
-.PHONY: all deps bench-deps build test test-tsan test-sanitize fuzz demo demo-serve demo-langid bench bench-langid bench-compile clean
+.PHONY: all deps bench-deps build test test-gpu test-tsan test-sanitize fuzz demo demo-serve demo-langid bench bench-langid bench-compile clean
 
 all: build
 
@@ -35,8 +36,17 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
 
+# (The suite 'gpu', the CUDA backend's runs, is make test-gpu's.)
 test: build
-	@$(PY) tests/run_tests.py $(BUILD)
+	@$(PY) tests/run_tests.py $(BUILD) --no-suite gpu
+
+# On a machine with an NVIDIA GPU and CUDA (docs/cuda.md): a build with the CUDA backend
+# ($(BUILD)-gpu, -Dcuda=enabled), test_cuda_ops, then the backend suite with TENON_TEST_OPS=cuda.
+test-gpu: deps
+	@[ -f $(BUILD)-gpu/build.ninja ] || meson setup $(BUILD)-gpu --buildtype=release -Dcuda=enabled \
+	  -Dexamples=false -Dbench=false >/dev/null
+	ninja -C $(BUILD)-gpu -j $(JOBS)
+	@$(PY) tests/run_tests.py $(BUILD)-gpu --suite cuda --suite gpu
 
 # The thread tests (the matrix product on 3 threads, the plan's row passes split over
 # threads, models' plans made and used from many threads, errors raised on several threads,
@@ -44,7 +54,7 @@ test: build
 # their own build dir ($(BUILD)-tsan).
 test-tsan: deps
 	@[ -f $(BUILD)-tsan/build.ninja ] || meson setup $(BUILD)-tsan --buildtype=debugoptimized \
-	  -Db_sanitize=thread -Dexamples=false -Dbench=false >/dev/null
+	  -Db_sanitize=thread -Dexamples=false -Dbench=false -Dcuda=disabled >/dev/null
 	ninja -C $(BUILD)-tsan tests/test_threads tests/test_gemm tests/test_lower tests/test_engine tests/test_errors \
 	  tests/integration/test_tok2vec
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_threads
@@ -59,9 +69,9 @@ test-tsan: deps
 # ASan sees a use of a freed array (docs/reliability.md, "Memory").
 test-sanitize: deps
 	@[ -f $(BUILD)-asan/build.ninja ] || meson setup $(BUILD)-asan --buildtype=debugoptimized \
-	  -Db_sanitize=address,undefined -Dexamples=false -Dbench=false >/dev/null
+	  -Db_sanitize=address,undefined -Dexamples=false -Dbench=false -Dcuda=disabled >/dev/null
 	ninja -C $(BUILD)-asan
-	@$(PY) tests/run_tests.py $(BUILD)-asan
+	@$(PY) tests/run_tests.py $(BUILD)-asan --no-suite gpu
 
 # Model files under libFuzzer (tests/fuzz/README.md), in $(BUILD)-fuzz with the library compiled
 # with ASan + UBSan too: FUZZ_RUNS executions from seeds the models write; crashes go to
@@ -71,7 +81,7 @@ fuzz:
 	@./tools/install-deps $(DEPS) $(FUZZ_DEPS)
 	@[ -f $(FUZZ_DIR)/build.ninja ] || CXX=clang++ meson setup $(FUZZ_DIR) --buildtype=debugoptimized \
 	  -Db_sanitize=address,undefined -Db_lundef=false \
-	  -Dcpp_args=-fsanitize=fuzzer-no-link -Dfuzz=true -Dtests=false -Dexamples=false -Dbench=false >/dev/null
+	  -Dcpp_args=-fsanitize=fuzzer-no-link -Dfuzz=true -Dtests=false -Dexamples=false -Dbench=false -Dcuda=disabled >/dev/null
 	ninja -C $(FUZZ_DIR) tests/fuzz/fuzz_model tests/fuzz/fuzz_replay
 	@rm -rf $(FUZZ_DIR)/fuzz-seeds && mkdir -p $(FUZZ_DIR)/fuzz-work tests/fuzz/corpus
 	$(FUZZ_DIR)/tests/fuzz/fuzz_replay --write-seeds $(FUZZ_DIR)/fuzz-seeds

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tenon/backend/functors.hpp"
+
 namespace tenon {
 
 class Rng {
@@ -90,20 +92,13 @@ inline Rng& global_rng() noexcept {
 // every thread count. The test is on 24 bits, k >= ceil(rate * 2^24) (the same as
 // uniform() >= rate), and a select without a branch (a random mask mispredicts often).
 inline std::uint64_t dropout_key(Rng& rng) noexcept { return rng.next(); }
+// The threshold on the 24 bits for a rate (fn::dropout_mask_bits, also a device backend's).
+inline std::uint64_t dropout_threshold(double rate) noexcept {
+    return static_cast<std::uint64_t>(std::ceil(static_cast<double>(static_cast<float>(rate)) * 16777216.0));
+}
 inline void dropout_mask(std::uint64_t key, std::uint64_t first, float* m, std::size_t n, double rate,
                          float keep) noexcept {
-    const auto kt = static_cast<std::uint64_t>(std::ceil(static_cast<double>(static_cast<float>(rate)) * 16777216.0));
-    const auto kb = std::bit_cast<std::uint32_t>(keep);
-    std::uint64_t c = key + first * 0x9E3779B97F4A7C15ull;
-    for (std::size_t j = 0; j < n; ++j) {
-        c += 0x9E3779B97F4A7C15ull;
-        std::uint64_t z = c;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        const std::uint32_t sel = 0u - static_cast<std::uint32_t>((z >> 40) >= kt);
-        m[j] = std::bit_cast<float>(kb & sel);
-    }
+    fn::dropout_mask_bits(key, first, m, n, dropout_threshold(rate), std::bit_cast<std::uint32_t>(keep));
 }
 
 // Same seed -> same weights -> same run (as Thinc's fix_random_seed).

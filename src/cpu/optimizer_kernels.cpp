@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels.hpp"
+#include "tenon/backend/functors.hpp"
 #include "subnormals.hpp"
 
 namespace tenon::cpu {
@@ -57,24 +58,20 @@ template <bool kAvg, bool kZero>
                                              float* __restrict m2, float* __restrict A, std::size_t n, float gscale,
                                              float b1, float b2, float lr_t, float eps, float decay_keep, float wd) {
     for (std::size_t i = 0; i < n; ++i) {
-        const float g = G[i] * gscale;
-        const float u = b1 * m1[i] + (1.0f - b1) * g, v = b2 * m2[i] + (1.0f - b2) * g * g;
-        const float w = (W[i] - lr_t * u / (std::sqrt(v) + eps)) * wd;
-        m1[i] = u;
-        m2[i] = v;
+        const float w = fn::adam_one(W[i], G[i] * gscale, m1[i], m2[i], b1, b2, lr_t, eps, wd);
         W[i] = w;
         if constexpr (kZero) G[i] = 0.0f;
-        if constexpr (kAvg) A[i] -= (1.0f - decay_keep) * (A[i] - w);
+        if constexpr (kAvg) fn::average_one(A[i], w, decay_keep);
     }
 }
 template <bool kAvg, bool kZero>
 [[gnu::always_inline]] inline void sgd_loop(float* __restrict W, float* __restrict G, float* __restrict A,
                                             std::size_t n, float gscale, float lr, float decay_keep, float wd) {
     for (std::size_t i = 0; i < n; ++i) {
-        const float w = (W[i] - lr * (G[i] * gscale)) * wd;
+        const float w = fn::sgd_one(W[i], G[i] * gscale, lr, wd);
         W[i] = w;
         if constexpr (kZero) G[i] = 0.0f;
-        if constexpr (kAvg) A[i] -= (1.0f - decay_keep) * (A[i] - w);
+        if constexpr (kAvg) fn::average_one(A[i], w, decay_keep);
     }
 }
 }  // namespace

@@ -7,6 +7,10 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
 #include <atomic>
 #include <cstring>
 #include <stdexcept>
@@ -310,7 +314,7 @@ TEST_CASE("backend: a model's ops run its plan, its layers and its optimizer", "
     auto model = Relu<32>({.dropout = 0.1, .normalize = true}) >> residual(Maxout<32, 32, 3>()) >>
                  Sigmoid<16>() >> sigmoid_activation() >> Mish<16>() >> Linear<9>() >> Softmax<9>({.temperature = 2.0});
     model.initialize(X);
-    CHECK(&model.ops() == &cpu_ops());
+    CHECK(&model.ops() == &current_ops());  // the CPU's, or the run's (TENON_TEST_OPS)
     CHECK(std::string(cpu_ops().name()) == "cpu");
 
     SECTION("through the plan") {
@@ -393,6 +397,7 @@ TEST_CASE("backend: tables, sequences and reductions run on the model's ops", "[
 
 TEST_CASE("backend: set_current_ops gives new models their backend", "[backend]") {
     CountingOps counting;
+    const Ops& run = current_ops();  // the CPU's, or the run's (TENON_TEST_OPS)
     set_current_ops(counting);
     auto model = Relu<8>() >> Softmax<3>();
     set_current_ops(cpu_ops());
@@ -404,6 +409,83 @@ TEST_CASE("backend: set_current_ops gives new models their backend", "[backend]"
     CHECK(counting[e_gemm] > 0);
     auto other = Relu<8>();
     CHECK(&other.ops() == &cpu_ops());
+    set_current_ops(run);
+}
+
+namespace {
+bool close(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(std::fabs(a[i] - b[i]) <= 1e-5f * (1.0f + std::fabs(b[i])))) return false;
+    return true;
+}
+bool close(const Floats2d& a, const Floats2d& b) {
+    return a.shape() == b.shape() && close(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end()));
+}
+// As same_as_cpu, within 1e-5: `a` stays on its backend (the run's), its copy runs on the CPU's.
+template <class M, class In>
+void close_to_cpu(M& a, const In& X, std::size_t nO) {
+    M b = a;
+    b.set_ops(cpu_ops());
+    Optimizer oa = Adam(0.01), ob = Adam(0.01);
+    for (int step = 0; step < 2; ++step) {
+        const Floats2d dY = random_array(a.predict(X).shape(0), nO, 40 + step);
+        fix_random_seed(90 + step);
+        auto [Ya, bpa] = a.begin_update(X);
+        const auto dXa = bpa(dY);
+        fix_random_seed(90 + step);
+        auto [Yb, bpb] = b.begin_update(X);
+        const auto dXb = bpb(dY);
+        CHECK(close(Ya, Yb));
+        if constexpr (std::is_same_v<std::decay_t<decltype(dXa)>, Floats2d>) CHECK(close(dXa, dXb));
+        a.finish_update(oa);
+        b.finish_update(ob);
+        const auto pa = all_params(a), pb = all_params(b);
+        REQUIRE(pa.size() == pb.size());
+        for (std::size_t i = 0; i < pa.size(); ++i) CHECK(close(pa[i], pb[i]));
+    }
+    CHECK(close(a.predict(X), b.predict(X)));
+}
+}  // namespace
+
+// The run's backend is the one TENON_TEST_OPS names (the suite runs again on the device backend
+// compiled as host code: name@device-host), and its models compute what the CPU's do, within
+// 1e-5, through the plan and through the layers, dense and sequence models, dropout included.
+TEST_CASE("backend: the run's backend (TENON_TEST_OPS) computes what the CPU's does", "[backend]") {
+    const char* env = std::getenv("TENON_TEST_OPS");
+    const std::string want = env && *env ? env : "cpu";
+    REQUIRE(std::string(current_ops().name()) == want);
+    const Floats2d X = random_array(37, 12, 1);
+    auto dense = Relu<32>({.dropout = 0.1, .normalize = true}) >> residual(Maxout<32, 32, 3>()) >> Sigmoid<16>() >>
+                 sigmoid_activation() >> Gelu<16>() >> Swish<16>() >> HardSwish<16>() >> Mish<16>() >> Linear<9>() >>
+                 Softmax<9>({.temperature = 2.0});
+    dense.initialize(X);
+    CHECK(std::string(dense.ops().name()) == want);
+    auto seq = with_array<List<Ints2d>>(concatenate(HashEmbed<8, Ints2d>(50, HashEmbedOptions{.seed = 3, .column = 0, .dropout = 0.1}),
+                                                    Embed<8, Ints2d>(40, EmbedOptions{.column = 1, .dropout = 0.1})) >>
+                                        LayerNorm<16>() >> Maxout<16, 16, 2>()) >>
+               with_array<List<Floats2d>>(residual(expand_window<1>() >> Maxout<16, 48, 2>()), 2) >> list2ragged() >>
+               concatenate(reduce_sum(), reduce_mean(), reduce_max(), reduce_first(), reduce_last()) >> Softmax<5>();
+    std::vector<Ints2d> docs;
+    for (std::size_t d = 0; d < 5; ++d) {
+        Ints2d doc({1 + 2 * d, 2});
+        for (std::size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<std::int32_t>((i * 7 + d * 3) % 40);
+        docs.push_back(std::move(doc));
+    }
+    const List<Ints2d> Xs(std::move(docs));
+    seq.initialize(Xs);
+    SECTION("through the plan") {
+        close_to_cpu(dense, X, 9);
+        close_to_cpu(seq, Xs, 5);
+        CHECK(dense.uses_plan());
+        CHECK(seq.uses_plan());
+    }
+    SECTION("through the layers alone") {
+        const LayersOnly layers;
+        close_to_cpu(dense, X, 9);
+        close_to_cpu(seq, Xs, 5);
+        CHECK(!dense.uses_plan());
+    }
 }
 
 TEST_CASE("backend: the CPU's gathers, segment reductions and maxout on known values", "[backend]") {
@@ -519,4 +601,83 @@ TEST_CASE("backend: the CPU's sequence softmax and row scalars on known values",
     float d[2];
     ops.row_dots(X, Y, 2, 2, d);
     CHECK((d[0] == 10 && d[1] == -25));
+}
+
+// The run's backend entry by entry against the CPU's on random values (on the CPU's own run a
+// comparison with itself): every transposition of the product with padded leading dimensions
+// (the device backend's row-major -> column-major translation, and back in the host build's
+// cuBLAS), scatter-adds with repeated rows and a column mask, SparseLinear's with colliding
+// weights (stride 1), layer norm's backward in place.
+TEST_CASE("backend: the run's backend's entries equal the CPU's", "[backend]") {
+    const Ops& ops = current_ops();
+    const Ops& cpu = cpu_ops();
+    auto rnd = [](std::size_t n, std::uint64_t seed) {
+        const Floats2d a = random_array(1, n ? n : 1, seed);
+        return std::vector<float>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n));
+    };
+    SECTION("gemm, every transposition, padded leading dimensions") {
+        const std::size_t m = 7, n = 5, k = 6;
+        for (int ta = 0; ta < 2; ++ta)
+            for (int tb = 0; tb < 2; ++tb) {
+                const std::size_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 3, ldc = n + 1;
+                const auto A = rnd((ta ? k : m) * lda, 1), B = rnd((tb ? n : k) * ldb, 2);
+                auto C = rnd(m * ldc, 3), D = C;
+                ops.gemm(ta, tb, m, n, k, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, C.data(), ldc);
+                cpu.gemm(ta, tb, m, n, k, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, D.data(), ldc);
+                CHECK(close(C, D));
+            }
+    }
+    SECTION("scatter-adds with repeated rows") {
+        const std::size_t width = 3, rows = 9, per = 2;
+        std::vector<std::uint32_t> idx(rows * per);
+        for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>((i * 5) % 4);
+        const auto d = rnd(rows * width, 4), mask = rnd(width, 5);
+        for (const float* m : {static_cast<const float*>(nullptr), mask.data()}) {
+            auto T = rnd(4 * width, 6), U = T;
+            ops.scatter_add_rows(T.data(), width, idx.data(), rows, per, d.data(), m);
+            cpu.scatter_add_rows(U.data(), width, idx.data(), rows, per, d.data(), m);
+            CHECK(close(T, U));
+            std::vector<float> g(rows * width), h(rows * width);
+            ops.gather_add_rows(T.data(), width, idx.data(), rows, per, g.data());
+            cpu.gather_add_rows(U.data(), width, idx.data(), rows, per, h.data());
+            CHECK(close(g, h));
+        }
+        const std::size_t nO = 3, per2 = 2, nseg = 3;
+        const std::vector<std::int32_t> lengths{2, 0, 3};
+        std::vector<std::uint32_t> sidx(5 * per2);
+        for (std::size_t i = 0; i < sidx.size(); ++i) sidx[i] = static_cast<std::uint32_t>((i * 3) % 5);
+        const auto values = rnd(5, 7), dY = rnd(nseg * nO, 8), W = rnd(5 * nO + 3, 9);
+        for (std::size_t stride : {std::size_t{1}, std::size_t{5}}) {
+            auto dW = rnd(5 * nO + 3, 10), dW2 = dW;
+            std::vector<float> dv(5), dv2(5);
+            ops.sparse_scatter_add(dW.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
+                                   dY.data(), W.data(), dv.data());
+            cpu.sparse_scatter_add(dW2.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
+                                   dY.data(), W.data(), dv2.data());
+            CHECK(close(dW, dW2));
+            CHECK(close(dv, dv2));
+            auto Y = rnd(nseg * nO, 11), Y2 = Y;
+            ops.sparse_gather_add(dW.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg, Y.data());
+            cpu.sparse_gather_add(dW2.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
+                                  Y2.data());
+            CHECK(close(Y, Y2));
+        }
+    }
+    SECTION("layer norm's backward in place, bias gradients") {
+        const std::size_t rows = 6, n = 5;
+        const auto X = rnd(rows * n, 12), G = rnd(n, 13), b = rnd(n, 14), dY = rnd(rows * n, 15);
+        std::vector<float> xh(rows * n), rs(rows), Y(rows * n);
+        cpu.layernorm(X.data(), Y.data(), rows, n, G.data(), b.data(), xh.data(), rs.data());
+        auto d1 = dY, d2 = dY;
+        auto dG1 = rnd(n, 16), dG2 = dG1, db1 = rnd(n, 17), db2 = db1;
+        ops.layernorm_backward(d1.data(), d1.data(), xh.data(), rs.data(), rows, n, G.data(), dG1.data(), db1.data());
+        cpu.layernorm_backward(d2.data(), d2.data(), xh.data(), rs.data(), rows, n, G.data(), dG2.data(), db2.data());
+        CHECK(close(d1, d2));
+        CHECK(close(dG1, dG2));
+        CHECK(close(db1, db2));
+        ops.sum_rows_into(dY.data(), rows, n, db1.data());
+        cpu.sum_rows_into(dY.data(), rows, n, db2.data());
+        CHECK(close(db1, db2));
+        CHECK(ops.sum_squares(dY.data(), dY.size()) == Approx(cpu.sum_squares(dY.data(), dY.size())).epsilon(1e-6));
+    }
 }

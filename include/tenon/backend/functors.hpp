@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define TENON_HD __host__ __device__
@@ -355,15 +356,22 @@ TENON_HD inline void layernorm_row(const float* x, float* y, std::size_t n, cons
     if (rstd) *rstd = rs;
 }
 
-// Its backward on one row: adds to dG and db and writes dx (dy may be dx: in place).
-TENON_HD inline void layernorm_row_backward(const float* dy, float* dx, const float* xh, float rs, std::size_t n,
-                                            const float* G, float* dG, float* db) {
+// Its backward on one row, in two parts a device backend runs as separate passes (the
+// parameters' gradients summed over the rows column by column, in row order, then each row's
+// dx): adds dy to db and dy * xh to dG ...
+TENON_HD inline void layernorm_row_param_grads(const float* dy, const float* xh, std::size_t n, float* dG,
+                                               float* db) {
+    for (std::size_t i = 0; i < n; ++i) {
+        db[i] += dy[i];
+        dG[i] += dy[i] * xh[i];
+    }
+}
+// ... and writes dx (dy may be dx: in place).
+TENON_HD inline void layernorm_row_dx(const float* dy, float* dx, const float* xh, float rs, std::size_t n,
+                                      const float* G) {
     double sum_d = 0.0, sum_dx = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
-        const float g = dy[i];
-        db[i] += g;
-        dG[i] += g * xh[i];
-        const float d = g * G[i];
+        const float d = dy[i] * G[i];
         dx[i] = d;
         sum_d += d;
         sum_dx += double(d) * xh[i];
@@ -372,6 +380,43 @@ TENON_HD inline void layernorm_row_backward(const float* dy, float* dx, const fl
                 fn = static_cast<float>(n);
     for (std::size_t i = 0; i < n; ++i) dx[i] = k * (fn * dx[i] - sd - xh[i] * sdx);
 }
+// Both: adds to dG and db and writes dx (dy may be dx: in place).
+TENON_HD inline void layernorm_row_backward(const float* dy, float* dx, const float* xh, float rs, std::size_t n,
+                                            const float* G, float* dG, float* db) {
+    layernorm_row_param_grads(dy, xh, n, dG, db);
+    layernorm_row_dx(dy, dx, xh, rs, n, G);
+}
+
+// Dropout's mask for elements first .. first + n - 1 of a call with key `key` (random.hpp's
+// dropout_mask: a counter-based stream, splitmix64 of key + (j + 1) * golden ratio; kept where
+// the top 24 bits are >= kt; a kept value is `keep`, whose bits are kb).
+TENON_HD inline void dropout_mask_bits(std::uint64_t key, std::uint64_t first, float* m, std::size_t n,
+                                       std::uint64_t kt, std::uint32_t kb) {
+    std::uint64_t c = key + first * 0x9E3779B97F4A7C15ull;
+    for (std::size_t j = 0; j < n; ++j) {
+        c += 0x9E3779B97F4A7C15ull;
+        std::uint64_t z = c;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        const std::uint32_t sel = 0u - static_cast<std::uint32_t>((z >> 40) >= kt);
+        const std::uint32_t bits = kb & sel;
+        std::memcpy(m + j, &bits, sizeof bits);
+    }
+}
+
+// The optimizer's update of one value (Thinc's Adam and SGD; optimizer_kernels.cpp's loops and
+// a device backend's pass): g is the scaled gradient; returns the new weight.
+TENON_HD inline float adam_one(float w, float g, float& m1, float& m2, float b1, float b2, float lr_t, float eps,
+                               float wd) {
+    const float u = b1 * m1 + (1.0f - b1) * g, v = b2 * m2 + (1.0f - b2) * g * g;
+    m1 = u;
+    m2 = v;
+    return (w - lr_t * u / (std::sqrt(v) + eps)) * wd;
+}
+TENON_HD inline float sgd_one(float w, float g, float lr, float wd) { return (w - lr * g) * wd; }
+// The moving average's update towards the new weight w.
+TENON_HD inline void average_one(float& a, float w, float decay_keep) { a -= (1.0f - decay_keep) * (a - w); }
 
 // One step of an LSTM cell (Thinc's NumpyOps LSTM), for one hidden unit: gf, gi, go, gc are
 // its four gate pre-activations (forget, input, output, candidate) and become the activated

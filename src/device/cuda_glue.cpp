@@ -1,0 +1,48 @@
+// The CUDA build's host side (checked only on a GPU: docs/cuda.md): the plan's stages resolved
+// for kernels/device_ops.cu (device_stage.inl, g++), the cuBLAS handle per host thread, and
+// cuda_ops(). Compiled by g++ against CUDA's headers and linked with cudart and cuBLAS.
+#define TENON_DEVICE_NS device_cuda
+#define TENON_DEVICE_CUDA 1
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "blas.hpp"
+#include "device_ops.hpp"
+#include "device_stage.inl"
+#include "tenon/backend/device.hpp"
+#include "tenon/error.hpp"
+
+namespace tenon::device_cuda {
+namespace {
+struct Handle {
+    cublasHandle_t h = nullptr;
+    Handle() {
+        if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw Error("tenon: cublasCreate failed (no usable GPU?)");
+    }
+    ~Handle() {
+        if (h) cublasDestroy(h);
+    }
+};
+}  // namespace
+
+void* blas_handle() {
+    thread_local Handle handle;
+    return handle.h;
+}
+void blas_failed(int status) {
+    throw Error("tenon: cublasSgemm failed (status " + std::to_string(status) + ")");
+}
+}  // namespace tenon::device_cuda
+
+namespace tenon {
+bool cuda_device_present() noexcept {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+const Ops& cuda_ops() noexcept {
+    static const device_cuda::DeviceOps ops;
+    return ops;
+}
+}  // namespace tenon

@@ -1,0 +1,638 @@
+// The device backend's entries (device_ops.hpp): each one or a few Thrust passes, one functor
+// call per row, element, column or segment, each instantiating the functors of
+// backend/functors.hpp as the CPU backend does. Sums run in the CPU backend's order: a bias's
+// or layer norm's gradient column by column over the rows in row order, a scatter-add's
+// repeated rows by a stable sort of the contributions (in the CPU's order) and one sequential
+// sum per destination, never atomics. Included by exactly one translation unit per build
+// (kernels/device_ops.cu under nvcc, src/device/host_ops.cpp under g++ with Thrust's CPP system).
+#include <cstring>
+
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+#include <thrust/for_each.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/scan.h>
+#include <thrust/sequence.h>
+#include <thrust/sort.h>
+#include <thrust/transform_reduce.h>
+
+#include "blas.hpp"
+#include "device_ops.hpp"
+
+namespace tenon::TENON_DEVICE_NS {
+namespace {
+
+using std::size_t;
+
+// One pass: f(i) for i = 0 .. count - 1.
+template <class F>
+void launch(size_t count, const F& f) {
+    if (count) thrust::for_each_n(thrust::device, thrust::counting_iterator<size_t>(0), count, f);
+}
+
+// --- Sequences: the end of each (an inclusive scan of the lengths), and a row's sequence.
+struct ToSize {
+    TENON_HD size_t operator()(std::int32_t v) const { return static_cast<size_t>(v); }
+};
+struct Ends {
+    thrust::device_vector<size_t> v;
+    Ends(const std::int32_t* lengths, size_t nseg) : v(nseg) {
+        if (nseg)
+            thrust::inclusive_scan(thrust::device, thrust::make_transform_iterator(lengths, ToSize{}),
+                                   thrust::make_transform_iterator(lengths + nseg, ToSize{}), v.begin());
+    }
+    const size_t* get() const { return thrust::raw_pointer_cast(v.data()); }
+};
+TENON_HD inline size_t seg_start(const size_t* ends, size_t b) { return b ? ends[b - 1] : 0; }
+// The sequence holding row j: the first b with ends[b] > j.
+TENON_HD inline size_t seg_of(const size_t* ends, size_t nseg, size_t j) {
+    size_t lo = 0, hi = nseg;
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (ends[mid] > j) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+size_t total_length(const std::int32_t* lengths, size_t nseg) {
+    return nseg ? thrust::reduce(thrust::device, thrust::make_transform_iterator(lengths, ToSize{}),
+                                 thrust::make_transform_iterator(lengths + nseg, ToSize{}), size_t{0})
+                : 0;
+}
+
+// --- Row passes.
+struct BiasActivate {
+    Activation act; float* Y; const float* b; size_t n; float* Z;
+    TENON_HD void operator()(size_t r) const {
+        float* z = Z ? Z + r * n : nullptr;
+        fn::with_activation(act, [&](auto f) { fn::bias_activate_row(f, Y + r * n, b, n, z); });
+    }
+};
+struct Activate {
+    Activation act; const float* X; float* Y;
+    TENON_HD void operator()(size_t i) const {
+        const float x = X[i];
+        Y[i] = fn::with_activation(act, [&](auto f) { return f(x); });
+    }
+};
+// The gradient through an activation, one value (activation_backward_row over one).
+struct ActivationBackward {
+    Activation act; float* d; const float* Y; const float* Z;
+    TENON_HD void operator()(size_t i) const {
+        const float* y = Y ? Y + i : nullptr;
+        const float* z = Z ? Z + i : nullptr;
+        fn::with_activation(act, [&](auto f) { fn::activation_backward_row(f, d + i, y, z, 1); });
+    }
+};
+struct SoftmaxRows {
+    float* Y; size_t n; float inv_t;
+    TENON_HD void operator()(size_t r) const { fn::softmax_row(Y + r * n, n, inv_t); }
+};
+struct Scale {
+    float* x; float k;
+    TENON_HD void operator()(size_t i) const { x[i] *= k; }
+};
+// db[j] += d[r, j] over the rows in order (one thread per column: the CPU's sums).
+struct SumRowsInto {
+    const float* d; size_t rows, n; float* db;
+    TENON_HD void operator()(size_t j) const {
+        float s = db[j];
+        for (size_t r = 0; r < rows; ++r) s += d[r * n + j];
+        db[j] = s;
+    }
+};
+struct Maxout {
+    const float* Z; const float* b; size_t nO, nP; float* Y; std::int32_t* which;
+    TENON_HD void operator()(size_t r) const {
+        fn::maxout_row(Z + r * nO * nP, b, nO, nP, Y + r * nO, which ? which + r * nO : nullptr);
+    }
+};
+struct MaxoutBackward {
+    const float* dY; const std::int32_t* which; size_t nO, nP; float* dZ;
+    TENON_HD void operator()(size_t r) const {
+        fn::maxout_row_backward(dY + r * nO, which + r * nO, nO, nP, dZ + r * nO * nP);
+    }
+};
+struct Layernorm {
+    const float* X; float* Y; size_t n; const float* G; const float* b; float* Xhat; float* rstd;
+    TENON_HD void operator()(size_t r) const {
+        fn::layernorm_row(X + r * n, Y + r * n, n, G, b, Xhat ? Xhat + r * n : nullptr, rstd ? rstd + r : nullptr);
+    }
+};
+// Column j of layer norm's parameter gradients, over the rows in order.
+struct LayernormParamGrads {
+    const float* dY; const float* Xhat; size_t rows, n; float* dG; float* db;
+    TENON_HD void operator()(size_t j) const {
+        for (size_t r = 0; r < rows; ++r) fn::layernorm_row_param_grads(dY + r * n + j, Xhat + r * n + j, 1, dG + j, db + j);
+    }
+};
+struct LayernormDx {
+    const float* dY; float* dX; const float* Xhat; const float* rstd; size_t n; const float* G;
+    TENON_HD void operator()(size_t r) const {
+        fn::layernorm_row_dx(dY + r * n, dX + r * n, Xhat + r * n, rstd[r], n, G);
+    }
+};
+
+// --- Gathers and scatter-adds.
+struct GatherAdd {
+    const float* table; size_t width; const std::uint32_t* idx; size_t per; float* out;
+    TENON_HD void operator()(size_t i) const {
+        const size_t r = i / width, j = i % width;
+        const std::uint32_t* k = idx + r * per;
+        float y = per ? table[size_t{k[0]} * width + j] : 0.0f;
+        for (size_t q = 1; q < per; ++q) y += table[size_t{k[q]} * width + j];
+        out[i] = y;
+    }
+};
+// The contributions of a scatter-add in the CPU's order, keyed by their destination.
+struct ScatterKeys {
+    const std::uint32_t* idx; size_t rows, per; std::uint32_t* keys;
+    TENON_HD void operator()(size_t p) const {  // p = q * rows + r: the CPU's loop order
+        const size_t q = p / rows, r = p % rows;
+        keys[p] = idx[r * per + q];
+    }
+};
+// Destination (run start s, column j): the table's value plus the run's contributions in order.
+struct ScatterRuns {
+    float* table; size_t width; const std::uint32_t* keys; const size_t* pos; size_t count, rows;
+    const float* d; const float* mask;
+    TENON_HD void operator()(size_t i) const {
+        const size_t s = i / width, j = i % width;
+        if (s > 0 && keys[s] == keys[s - 1]) return;
+        float* e = table + size_t{keys[s]} * width + j;
+        float acc = *e;
+        for (size_t t = s; t < count && keys[t] == keys[s]; ++t) {
+            const size_t r = pos[t] % rows;
+            acc += mask ? d[r * width + j] * mask[j] : d[r * width + j];
+        }
+        *e = acc;
+    }
+};
+struct SparseGather {
+    const float* W; size_t nO, stride; const std::uint32_t* idx; size_t per; const float* values;
+    const size_t* ends; float* Y;
+    TENON_HD void operator()(size_t i) const {
+        const size_t b = i / nO, c = i % nO;
+        float acc = Y[i];
+        for (size_t f = seg_start(ends, b); f < ends[b]; ++f) {
+            const float v = values[f];
+            for (size_t k = 0; k < per; ++k) acc += W[idx[f * per + k] + c * stride] * v;
+        }
+        Y[i] = acc;
+    }
+};
+// SparseLinear's contributions e = (f * per + k) * nO + c (the CPU's order), keyed by the
+// weight they add to.
+struct SparseKeys {
+    size_t nO, stride; const std::uint32_t* idx; size_t* keys;
+    TENON_HD void operator()(size_t e) const {
+        const size_t p = e / nO, c = e % nO;
+        keys[e] = c * stride + idx[p];
+    }
+};
+struct SparseRuns {
+    float* dW; size_t nO, per; const size_t* keys; const size_t* pos; size_t count; const float* values;
+    const size_t* ends; size_t nseg; const float* dY;
+    TENON_HD void operator()(size_t s) const {
+        if (s > 0 && keys[s] == keys[s - 1]) return;
+        float acc = dW[keys[s]];
+        for (size_t t = s; t < count && keys[t] == keys[s]; ++t) {
+            const size_t e = pos[t], c = e % nO, f = e / nO / per;
+            acc += dY[seg_of(ends, nseg, f) * nO + c] * values[f];
+        }
+        dW[keys[s]] = acc;
+    }
+};
+struct SparseDvalues {
+    size_t nO, stride; const std::uint32_t* idx; size_t per; const size_t* ends; size_t nseg; const float* dY;
+    const float* W; float* dvalues;
+    TENON_HD void operator()(size_t f) const {
+        const float* d = dY + seg_of(ends, nseg, f) * nO;
+        float dv = 0.0f;
+        for (size_t k = 0; k < per; ++k) {
+            const size_t i = idx[f * per + k];
+            for (size_t c = 0; c < nO; ++c) dv += d[c] * W[i + c * stride];
+        }
+        dvalues[f] = dv;
+    }
+};
+
+// --- Sequences.
+struct SegmentReduce {
+    Reduce red; const float* X; const size_t* ends; size_t n; float* Y; std::int32_t* which;
+    TENON_HD void operator()(size_t b) const {
+        const size_t s = seg_start(ends, b);
+        fn::segment_reduce_one(red, X + s * n, ends[b] - s, n, Y + b * n, which ? which + b * n : nullptr);
+    }
+};
+struct SegmentReduceBackward {
+    Reduce red; const float* dY; const size_t* ends; size_t n; const std::int32_t* which; float* dX;
+    TENON_HD void operator()(size_t b) const {
+        const size_t s = seg_start(ends, b);
+        fn::segment_reduce_one_backward(red, dY + b * n, ends[b] - s, n, which ? which + b * n : nullptr, dX + s * n);
+    }
+};
+struct Seq2col {
+    const float* X; const size_t* ends; size_t nseg, nW, n; float* out;
+    TENON_HD void operator()(size_t j) const {
+        const size_t b = seg_of(ends, nseg, j);
+        fn::seq2col_row(X, j, seg_start(ends, b), ends[b], nW, n, out + j * (2 * nW + 1) * n);
+    }
+};
+struct BackpropSeq2col {
+    const float* dY; const size_t* ends; size_t nseg, nW, n; float* dX;
+    TENON_HD void operator()(size_t x) const {
+        const size_t b = seg_of(ends, nseg, x);
+        fn::backprop_seq2col_row(dY, x, seg_start(ends, b), ends[b], nW, n, dX + x * n);
+    }
+};
+struct SoftmaxSequence {
+    float* x; const size_t* ends; size_t n;
+    TENON_HD void operator()(size_t b) const {
+        const size_t s = seg_start(ends, b);
+        fn::softmax_sequence_one(x + s * n, ends[b] - s, n);
+    }
+};
+struct BackpropSoftmaxSequence {
+    const float* dY; const float* Y; const size_t* ends; size_t n; float* dX;
+    TENON_HD void operator()(size_t b) const {
+        const size_t s = seg_start(ends, b), o = s * n;
+        fn::backprop_softmax_sequence_one(dY + o, Y + o, ends[b] - s, n, dX + o);
+    }
+};
+struct ScaleRows {
+    const float* X; const float* a; size_t n; float* Y; bool add;
+    TENON_HD void operator()(size_t r) const { fn::scale_row(X + r * n, a[r], n, Y + r * n, add); }
+};
+struct RowDots {
+    const float* A; const float* B; size_t n; float* out;
+    TENON_HD void operator()(size_t r) const { out[r] = fn::row_dot(A + r * n, B + r * n, n); }
+};
+struct CopyRows {
+    const float* from; size_t from_ld; float* to; size_t to_ld, w; bool add;
+    TENON_HD void operator()(size_t i) const {
+        const size_t r = i / w, j = i % w;
+        if (add) to[r * to_ld + j] += from[r * from_ld + j];
+        else to[r * to_ld + j] = from[r * from_ld + j];
+    }
+};
+struct LstmForward {
+    float* G; const float* Cprev; float* C; float* H; size_t ldh, nH;
+    TENON_HD void operator()(size_t i) const {
+        const size_t r = i / nH, k = i % nH;
+        fn::lstm_cell_row(G + r * 4 * nH, Cprev + r * nH, C + r * nH, H + r * ldh, nH, k, k + 1);
+    }
+};
+struct LstmBackward {
+    const float* dH; size_t ldh; const float* dC; const float* G; const float* C; const float* Cprev; float* dG;
+    float* dCprev; size_t nH;
+    TENON_HD void operator()(size_t i) const {
+        const size_t r = i / nH, k = i % nH;
+        fn::lstm_cell_row_backward(dH + r * ldh, dC + r * nH, G + r * 4 * nH, C + r * nH, Cprev + r * nH,
+                                   dG + r * 4 * nH, dCprev + r * nH, nH, k, k + 1);
+    }
+};
+
+// --- The optimizer: one pass over a parameter.
+struct Adam {
+    float* W; float* G; float* m1; float* m2; float* A; float gscale, b1, b2, lr_t, eps, decay_keep, wd; bool zero_g;
+    TENON_HD void operator()(size_t i) const {
+        const float w = fn::adam_one(W[i], G[i] * gscale, m1[i], m2[i], b1, b2, lr_t, eps, wd);
+        W[i] = w;
+        if (zero_g) G[i] = 0.0f;
+        if (A) fn::average_one(A[i], w, decay_keep);
+    }
+};
+struct Sgd {
+    float* W; float* G; float* A; float gscale, lr, decay_keep, wd; bool zero_g;
+    TENON_HD void operator()(size_t i) const {
+        const float w = fn::sgd_one(W[i], G[i] * gscale, lr, wd);
+        W[i] = w;
+        if (zero_g) G[i] = 0.0f;
+        if (A) fn::average_one(A[i], w, decay_keep);
+    }
+};
+struct Square {
+    TENON_HD double operator()(float x) const { return double(x) * double(x); }
+};
+struct IsNonfinite {
+    TENON_HD size_t operator()(float x) const {
+        std::uint32_t u;
+        std::memcpy(&u, &x, sizeof u);
+        return (u & 0x7f800000u) == 0x7f800000u ? 1 : 0;
+    }
+};
+
+// --- A plan's stage: the forward row pass, one thread per row (the CPU's per-row body).
+struct StageForward {
+    RowPass p;
+    TENON_HD void operator()(size_t r) const {
+        const size_t n = p.n;
+        float* o = p.O + r * n;
+        switch (p.prim) {
+            case RowPrim::dense:
+                fn::with_activation(p.act, [&](auto f) {
+                    fn::bias_activate_row(f, o, p.b, n, p.zsave ? p.zsave + r * n : nullptr);
+                });
+                if (p.softmax && p.normalize) fn::softmax_row(o, n, p.k);
+                break;
+            case RowPrim::maxout:
+                fn::maxout_row(p.zs + r * n * p.nP, p.b, n, p.nP, o, p.which ? p.which + r * n : nullptr);
+                break;
+            case RowPrim::none:
+                if (o != p.in + r * n)
+                    for (size_t i = 0; i < n; ++i) o[i] = p.in[r * n + i];
+                break;
+            case RowPrim::other:
+                break;
+        }
+        if (p.ysave)
+            for (size_t i = 0; i < n; ++i) p.ysave[r * n + i] = o[i];
+        for (size_t k = 0; k < p.nops; ++k) {
+            const RowOp& op = p.ops[k];
+            switch (op.kind) {
+                case RowOpKind::layernorm:
+                    fn::layernorm_row(o, o, n, op.G, op.b, op.save ? op.save + r * n : nullptr,
+                                      op.rstd ? op.rstd + r : nullptr);
+                    break;
+                case RowOpKind::dropout: {
+                    if (!p.train) break;
+                    float* m = op.save + r * n;
+                    if (!op.on) {
+                        for (size_t i = 0; i < n; ++i) m[i] = 1.0f;
+                    } else if (op.all) {
+                        for (size_t i = 0; i < n; ++i) o[i] *= (m[i] = 0.0f);
+                    } else {
+                        fn::dropout_mask_bits(op.key, r * n, m, n, op.kt, op.kb);
+                        for (size_t i = 0; i < n; ++i) o[i] *= m[i];
+                    }
+                    break;
+                }
+                case RowOpKind::sigmoid:
+                    for (size_t i = 0; i < n; ++i) o[i] = fn::Sigmoid{}(o[i]);
+                    if (op.save)
+                        for (size_t i = 0; i < n; ++i) op.save[r * n + i] = o[i];
+                    break;
+                case RowOpKind::add:
+                    for (size_t i = 0; i < n; ++i) o[i] += op.skip[r * n + i];
+                    break;
+            }
+        }
+    }
+};
+// The backward row pass as passes over all rows, one per fused operation in reverse (each
+// value sees the CPU's operations in the CPU's order; the parameters' gradients are column
+// sums in row order).
+struct ElemCopy {
+    const float* from; float* to;
+    TENON_HD void operator()(size_t i) const { to[i] = from[i]; }
+};
+struct ElemMul {
+    float* w; const float* m;
+    TENON_HD void operator()(size_t i) const { w[i] *= m[i]; }
+};
+struct ElemSigmoidBackward {
+    float* w; const float* y;
+    TENON_HD void operator()(size_t i) const { fn::activation_backward_row(fn::Sigmoid{}, w + i, y + i, nullptr, 1); }
+};
+struct ElemStore {
+    const float* w; float* g; bool assign;
+    TENON_HD void operator()(size_t i) const {
+        if (assign) g[i] = w[i];
+        else g[i] += w[i];
+    }
+};
+struct DenseBackward {
+    Activation act; float* w; const float* y; const float* z; bool scale; float k;
+    TENON_HD void operator()(size_t i) const {
+        const float* yi = y ? y + i : nullptr;
+        const float* zi = z ? z + i : nullptr;
+        fn::with_activation(act, [&](auto f) { fn::activation_backward_row(f, w + i, yi, zi, 1); });
+        if (scale) w[i] *= k;
+    }
+};
+
+}  // namespace
+
+const char* DeviceOps::name() const noexcept { return TENON_DEVICE_NAME; }
+
+void DeviceOps::rows_forward(const RowPass& p) const { launch(p.rows, StageForward{p}); }
+
+void DeviceOps::rows_backward(const RowPass& p) const {
+    const size_t n = p.n, rows = p.rows, all = rows * n;
+    if (all == 0) return;
+    // The running gradient: dZ in place (dense, layer) or scratch rows (maxout, none).
+    thrust::device_vector<float> scratch;
+    float* w = p.dz;
+    if (p.prim == RowPrim::maxout || p.prim == RowPrim::none) {
+        scratch.resize(all);
+        w = thrust::raw_pointer_cast(scratch.data());
+    }
+    if (w != p.dY) launch(all, ElemCopy{p.dY, w});
+    for (size_t k = p.nops; k-- > 0;) {
+        const RowOp& op = p.ops[k];
+        switch (op.kind) {
+            case RowOpKind::layernorm:
+                launch(n, LayernormParamGrads{w, op.save, rows, n, op.dG, op.db});
+                launch(rows, LayernormDx{w, w, op.save, op.rstd, n, op.G});
+                break;
+            case RowOpKind::dropout: launch(all, ElemMul{w, op.save}); break;
+            case RowOpKind::sigmoid: launch(all, ElemSigmoidBackward{w, op.save}); break;
+            case RowOpKind::add:
+                if (op.skipg) launch(all, ElemStore{w, op.skipg, op.grad_assign});
+                break;
+        }
+    }
+    switch (p.prim) {
+        case RowPrim::dense: {
+            const float* y = p.act_needs_y ? (p.ysave ? p.ysave : p.O) : nullptr;
+            launch(all, DenseBackward{p.act, w, y, p.zsave, p.softmax && p.k != 1.0f, p.k});
+            launch(n, SumRowsInto{w, rows, n, p.db});
+            break;
+        }
+        case RowPrim::maxout:
+            launch(rows, MaxoutBackward{w, p.which, n, p.nP, p.dz});
+            launch(n * p.nP, SumRowsInto{p.dz, rows, n * p.nP, p.db});
+            break;
+        case RowPrim::none:
+            if (p.gin) launch(all, ElemStore{w, p.gin, p.dx_assign});
+            break;
+        case RowPrim::other:
+            break;
+    }
+}
+
+void DeviceOps::gemm(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
+                     const float* b, size_t ldb, float beta, float* c, size_t ldc) const {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {  // C = beta C (cuBLAS would check the empty operands' leading dimensions)
+        for (size_t r = 0; r < m; ++r) {
+            if (beta == 0.0f) zero(c + r * ldc, n);
+            else scale(c + r * ldc, n, beta);
+        }
+        return;
+    }
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the operands swap, m and
+    // n swap, each keeps its transposition and leading dimension.
+    const auto st = cublasSgemm(static_cast<cublasHandle_t>(blas_handle()), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                                static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a, static_cast<int>(lda),
+                                &beta, c, static_cast<int>(ldc));
+    if (st != CUBLAS_STATUS_SUCCESS) blas_failed(static_cast<int>(st));
+#if defined(TENON_DEVICE_CUDA)
+    // The caller may read C on the host next (no device arrays yet: docs/cuda.md).
+    if (cudaStreamSynchronize(nullptr) != cudaSuccess) blas_failed(-1);
+#endif
+}
+
+void DeviceOps::bias_activate(Activation act, float* Y, const float* b, size_t rows, size_t n, float* Z) const {
+    launch(rows, BiasActivate{act, Y, b, n, Z});
+}
+void DeviceOps::activate(Activation act, const float* X, float* Y, size_t n) const { launch(n, Activate{act, X, Y}); }
+void DeviceOps::activation_backward(Activation act, float* d, const float* Y, const float* Z, size_t rows,
+                                    size_t n) const {
+    if (act == Activation::identity) return;
+    launch(rows * n, ActivationBackward{act, d, fn::grad_reads_y(act) ? Y : nullptr, fn::grad_reads_z(act) ? Z : nullptr});
+}
+void DeviceOps::softmax_rows(float* Y, size_t rows, size_t n, float inv_t) const {
+    if (n) launch(rows, SoftmaxRows{Y, n, inv_t});
+}
+void DeviceOps::scale(float* x, size_t n, float k) const { launch(n, Scale{x, k}); }
+void DeviceOps::sum_rows_into(const float* d, size_t rows, size_t n, float* db) const {
+    launch(n, SumRowsInto{d, rows, n, db});
+}
+void DeviceOps::maxout(const float* Z, const float* b, size_t rows, size_t nO, size_t nP, float* Y,
+                       std::int32_t* which) const {
+    launch(rows, Maxout{Z, b, nO, nP, Y, which});
+}
+void DeviceOps::maxout_backward(const float* dY, const std::int32_t* which, size_t rows, size_t nO, size_t nP,
+                                float* dZ) const {
+    launch(rows, MaxoutBackward{dY, which, nO, nP, dZ});
+}
+void DeviceOps::layernorm(const float* X, float* Y, size_t rows, size_t n, const float* G, const float* b,
+                          float* Xhat, float* rstd) const {
+    launch(rows, Layernorm{X, Y, n, G, b, Xhat, rstd});
+}
+void DeviceOps::layernorm_backward(const float* dY, float* dX, const float* Xhat, const float* rstd, size_t rows,
+                                   size_t n, const float* G, float* dG, float* db) const {
+    launch(n, LayernormParamGrads{dY, Xhat, rows, n, dG, db});  // first: dX may be dY
+    launch(rows, LayernormDx{dY, dX, Xhat, rstd, n, G});
+}
+
+void DeviceOps::gather_add_rows(const float* table, size_t width, const std::uint32_t* idx, size_t rows, size_t per,
+                                float* out) const {
+    launch(rows * width, GatherAdd{table, width, idx, per, out});
+}
+void DeviceOps::scatter_add_rows(float* table, size_t width, const std::uint32_t* idx, size_t rows, size_t per,
+                                 const float* d, const float* mask) const {
+    const size_t count = rows * per;
+    if (count == 0 || width == 0) return;
+    thrust::device_vector<std::uint32_t> keys(count);
+    thrust::device_vector<size_t> pos(count);
+    launch(count, ScatterKeys{idx, rows, per, thrust::raw_pointer_cast(keys.data())});
+    thrust::sequence(thrust::device, pos.begin(), pos.end());
+    thrust::stable_sort_by_key(thrust::device, keys.begin(), keys.end(), pos.begin());
+    launch(count * width, ScatterRuns{table, width, thrust::raw_pointer_cast(keys.data()),
+                                      thrust::raw_pointer_cast(pos.data()), count, rows, d, mask});
+}
+
+void DeviceOps::sparse_gather_add(const float* W, size_t nO, size_t stride, const std::uint32_t* idx, size_t per,
+                                  const float* values, const std::int32_t* lengths, size_t nseg, float* Y) const {
+    if (nseg == 0 || nO == 0) return;
+    const Ends ends(lengths, nseg);
+    launch(nseg * nO, SparseGather{W, nO, stride, idx, per, values, ends.get(), Y});
+}
+void DeviceOps::sparse_scatter_add(float* dW, size_t nO, size_t stride, const std::uint32_t* idx, size_t per,
+                                   const float* values, const std::int32_t* lengths, size_t nseg, const float* dY,
+                                   const float* W, float* dvalues) const {
+    if (nseg == 0) return;
+    const size_t nfeat = total_length(lengths, nseg), count = nfeat * per * nO;
+    const Ends ends(lengths, nseg);
+    if (count) {
+        thrust::device_vector<size_t> keys(count), pos(count);
+        launch(count, SparseKeys{nO, stride, idx, thrust::raw_pointer_cast(keys.data())});
+        thrust::sequence(thrust::device, pos.begin(), pos.end());
+        thrust::stable_sort_by_key(thrust::device, keys.begin(), keys.end(), pos.begin());
+        launch(count, SparseRuns{dW, nO, per, thrust::raw_pointer_cast(keys.data()),
+                                 thrust::raw_pointer_cast(pos.data()), count, values, ends.get(), nseg, dY});
+    }
+    if (dvalues) launch(nfeat, SparseDvalues{nO, stride, idx, per, ends.get(), nseg, dY, W, dvalues});
+}
+
+void DeviceOps::segment_reduce(Reduce red, const float* X, const std::int32_t* lengths, size_t nseg, size_t n, float* Y,
+                               std::int32_t* which) const {
+    if (nseg == 0) return;
+    const Ends ends(lengths, nseg);
+    launch(nseg, SegmentReduce{red, X, ends.get(), n, Y, which});
+}
+void DeviceOps::segment_reduce_backward(Reduce red, const float* dY, const std::int32_t* lengths, size_t nseg,
+                                        size_t n, const std::int32_t* which, float* dX) const {
+    if (nseg == 0) return;
+    const Ends ends(lengths, nseg);
+    launch(nseg, SegmentReduceBackward{red, dY, ends.get(), n, which, dX});
+}
+void DeviceOps::seq2col(const float* X, const std::int32_t* lengths, size_t nseg, size_t nW, size_t n,
+                        float* out) const {
+    if (nseg == 0) return;
+    const Ends ends(lengths, nseg);
+    launch(total_length(lengths, nseg), Seq2col{X, ends.get(), nseg, nW, n, out});
+}
+void DeviceOps::backprop_seq2col(const float* dY, const std::int32_t* lengths, size_t nseg, size_t nW, size_t n,
+                                 float* dX) const {
+    if (nseg == 0) return;
+    const Ends ends(lengths, nseg);
+    launch(total_length(lengths, nseg), BackpropSeq2col{dY, ends.get(), nseg, nW, n, dX});
+}
+void DeviceOps::softmax_sequences(float* x, const std::int32_t* lengths, size_t nseg, size_t n) const {
+    if (nseg == 0) return;
+    const Ends ends(lengths, nseg);
+    launch(nseg, SoftmaxSequence{x, ends.get(), n});
+}
+void DeviceOps::backprop_softmax_sequences(const float* dY, const float* Y, const std::int32_t* lengths, size_t nseg,
+                                           size_t n, float* dX) const {
+    if (nseg == 0) return;
+    const Ends ends(lengths, nseg);
+    launch(nseg, BackpropSoftmaxSequence{dY, Y, ends.get(), n, dX});
+}
+void DeviceOps::scale_rows(const float* X, const float* a, size_t rows, size_t n, float* Y, bool add) const {
+    launch(rows, ScaleRows{X, a, n, Y, add});
+}
+void DeviceOps::row_dots(const float* A, const float* B, size_t rows, size_t n, float* out) const {
+    launch(rows, RowDots{A, B, n, out});
+}
+void DeviceOps::copy_rows(const float* from, size_t from_ld, float* to, size_t to_ld, size_t rows, size_t w,
+                          bool add) const {
+    if (w) launch(rows * w, CopyRows{from, from_ld, to, to_ld, w, add});
+}
+void DeviceOps::zero(float* x, size_t n) const {
+    if (n) thrust::fill_n(thrust::device, x, n, 0.0f);
+}
+void DeviceOps::lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, size_t ldh, size_t rows,
+                                  size_t nH) const {
+    launch(rows * nH, LstmForward{G, Cprev, C, H, ldh, nH});
+}
+void DeviceOps::lstm_cell_backward(const float* dH, size_t ldh, const float* dC, const float* G, const float* C,
+                                   const float* Cprev, float* dG, float* dCprev, size_t rows, size_t nH) const {
+    launch(rows * nH, LstmBackward{dH, ldh, dC, G, C, Cprev, dG, dCprev, nH});
+}
+void DeviceOps::adam(float* W, float* G, float* m1, float* m2, float* A, size_t n, float gscale, float b1, float b2,
+                     float lr_t, float eps, float decay_keep, float wd, bool zero_g) const {
+    launch(n, Adam{W, G, m1, m2, A, gscale, b1, b2, lr_t, eps, decay_keep, wd, zero_g});
+}
+void DeviceOps::sgd(float* W, float* G, float* A, size_t n, float gscale, float lr, float decay_keep, float wd,
+                    bool zero_g) const {
+    launch(n, Sgd{W, G, A, gscale, lr, decay_keep, wd, zero_g});
+}
+double DeviceOps::sum_squares(const float* x, size_t n) const {
+    return n ? thrust::transform_reduce(thrust::device, x, x + n, Square{}, 0.0, thrust::plus<double>()) : 0.0;
+}
+size_t DeviceOps::count_nonfinite(const float* x, size_t n) const {
+    return n ? thrust::transform_reduce(thrust::device, x, x + n, IsNonfinite{}, size_t{0}, thrust::plus<size_t>())
+             : 0;
+}
+
+}  // namespace tenon::TENON_DEVICE_NS
