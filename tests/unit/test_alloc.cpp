@@ -334,6 +334,25 @@ auto make_textcat() {
            with_array<Ragged>(Maxout<32>(maxout)) >> reduce_mean() >> residual(Relu<32>({.dropout = 0.1})) >>
            Softmax<6>();
 }
+// A BiLSTM tagger: the tables and mixer, a BiLSTM of depth 2 under with_padded (its tapes in
+// the plan's workspace), a softmax for every word.
+auto make_bilstm_tagger() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<32>(500, 8u, 0), HashEmbed<32>(200, 9u, 1))) >>
+           with_array<Ragged>(Maxout<32>(maxout)) >> ragged2list() >>
+           with_padded<List<Floats2d>>(BiLSTM<32>({.depth = 2, .dropout = 0.1})) >>
+           with_array<List<Floats2d>>(Softmax<17>());
+}
+// An attention text classifier: the tables and mixer, ParametricAttention over each
+// document's rows, their sum, a softmax per document.
+auto make_attention_textcat() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<32>(500, 8u, 0), HashEmbed<32>(200, 9u, 1))) >>
+           with_array<Ragged>(Maxout<32>(maxout)) >> ParametricAttention_v2<32>(Gelu<32>()) >> reduce_sum() >>
+           Softmax<6>();
+}
 List<Ints2d> random_docs(Rng& rng, std::size_t max_docs, std::size_t max_words, bool exact = false) {
     List<Ints2d> docs(exact ? max_docs : 1 + rng.below(max_docs));
     for (auto& doc : docs) {
@@ -435,6 +454,22 @@ TEST_CASE("a text classifier's steps at random document counts and lengths alloc
           "[alloc][random][sequences]") {
     auto model = make_textcat();
     Rng rng(10);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("a BiLSTM tagger's steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences][lstm]") {
+    auto model = make_bilstm_tagger();
+    Rng rng(11);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("an attention text classifier's steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences][attention]") {
+    auto model = make_attention_textcat();
+    Rng rng(12);
     model.initialize(random_docs(rng, 16, 30));
     sequence_steps_allocate_nothing(model, rng);
 }
