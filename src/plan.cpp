@@ -456,7 +456,7 @@ void finalize(PlanData& p) {
             s.seq->scratch(s.layer, false, per_row, fixed);
             s.sscratch = p.add_buffer(tag + s.name + " scratch", per_row, fixed, true, sp);
             s.seq->scratch(s.layer, true, per_row, fixed);
-            s.strain = p.add_buffer(tag + s.name + " tapes (training)", per_row, fixed, false, sp);
+            s.strain = p.add_buffer(tag + s.name + " scratch (training)", per_row, fixed, false, sp);
         }
         if (s.prim == Prim::table) {
             s.iW = ParamAccess::param_index(*s.layer, "E");  // the table

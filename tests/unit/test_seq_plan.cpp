@@ -340,7 +340,7 @@ TEST_CASE("sequence plan: a BiLSTM under with_padded is a stage and equals its l
         const std::string d = plan.describe();
         CHECK_THAT(d, Contains("lstm 10->16 (over the sequences)"));
         CHECK_THAT(d, !Contains("layer "));
-        CHECK_THAT(plan.describe(64), Contains("lstm tapes (training)"));
+        CHECK_THAT(plan.describe(64), Contains("lstm scratch (training)"));
     }
     SECTION("training and predict, variable batch sizes and lengths (some empty)") {
         auto model = bilstm_tagger(0.0, 0.0);
