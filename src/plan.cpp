@@ -143,8 +143,13 @@ SeqCall seq_call(const Stage& s, const Ctx& c) {
     sc.nseg = c.nseg;
     sc.rows = c.rows;
     sc.train = c.train;
-    sc.x = c.act(s.in);
-    sc.k = s.parts.empty() ? sc.x : c.act(s.parts[0]);
+    if (c.p->bounds[s.in].ints) {  // the plan's ids (rows x in_cols int32)
+        sc.ids = reinterpret_cast<const std::int32_t*>(c.act(s.in));
+        sc.cols = c.in_cols;
+    } else {
+        sc.x = c.act(s.in);
+        sc.k = s.parts.empty() ? sc.x : c.act(s.parts[0]);
+    }
     sc.scratch = c.buf(s.sscratch);
     sc.train_scratch = c.train ? c.buf(s.strain) : nullptr;
     return sc;
@@ -295,7 +300,7 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
         case Prim::seq: {
             SeqCall sc = seq_call(s, c);
             sc.dy = d;
-            sc.dx = c.grad(s.in);
+            sc.dx = c.p->bounds[s.in].ints ? nullptr : c.grad(s.in);
             sc.dx_add = !s.dx_assign;
             sc.dk = s.parts.empty() ? nullptr : c.grad(s.parts[0]);
             s.seq->backward(s.layer, sc);
@@ -363,7 +368,8 @@ std::string describe_stages(const PlanData& p) {
                 line += s.name + " " + std::to_string(s.nO) + " (one row per sequence)";
                 break;
             case Prim::seq:
-                line += s.name + " " + std::to_string(s.nI) + "->" + std::to_string(s.nO) + " (over the sequences" +
+                line += s.name + " " + (p.bounds[s.in].ints ? std::string("ids") : std::to_string(s.nI)) + "->" +
+                        std::to_string(s.nO) + " (over the sequences" +
                         (s.parts.empty() ? "" : ", keys x" + std::to_string(s.parts[0])) + ")";
                 break;
         }

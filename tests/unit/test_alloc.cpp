@@ -344,6 +344,18 @@ auto make_bilstm_tagger() {
            with_padded<List<Floats2d>>(BiLSTM<32>({.depth = 2, .dropout = 0.1})) >>
            with_array<List<Floats2d>>(Softmax<17>());
 }
+// spaCy's tok2vec with static vectors: a hashed table and StaticVectors over the same ids,
+// mixed, a window encoder, a softmax for every word.
+auto make_static_vectors_tagger() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    auto table = std::make_shared<const Floats2d>(random_array(5000, 16, 13));
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(
+               concatenate(HashEmbed<32>(500, 8u, 0), StaticVectors<32, 16>(table, {.column = 1, .dropout = 0.1}))) >>
+           with_array<Ragged>(Maxout<32>(maxout)) >> ragged2list() >>
+           with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<32>(maxout)), 2), 1) >>
+           with_array<List<Floats2d>>(Softmax<17>());
+}
 // An attention text classifier: the tables and mixer, ParametricAttention over each
 // document's rows, their sum, a softmax per document.
 auto make_attention_textcat() {
@@ -462,6 +474,14 @@ TEST_CASE("a BiLSTM tagger's steps at random document counts and lengths allocat
           "[alloc][random][sequences][lstm]") {
     auto model = make_bilstm_tagger();
     Rng rng(11);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("a tok2vec with StaticVectors: steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences][static_vectors]") {
+    auto model = make_static_vectors_tagger();
+    Rng rng(13);
     model.initialize(random_docs(rng, 16, 30));
     sequence_steps_allocate_nothing(model, rng);
 }

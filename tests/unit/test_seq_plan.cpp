@@ -452,3 +452,33 @@ TEST_CASE("sequence plan: an LSTM or attention model's plan is remade after init
     CHECK(max_diff(P2, Q2) <= 1e-6);
     CHECK_THROWS_WITH(held.predict(X), Contains("tenon-E172") && Contains("lower(model) again"));
 }
+
+TEST_CASE("sequence plan: StaticVectors over the ids is a stage and equals its layers", "[seq_plan][static_vectors]") {
+    const List<Ints2d> X = docs(7, 1, 12, 61);
+    auto table = std::make_shared<const Floats2d>(random_array(2000, 6, 62));  // ids >= 2000 read row 0
+    auto make = [&](double dropout) {
+        return list2ragged<Ints2d>() >>
+               with_array<BasicRagged<Ints2d>>(concatenate(
+                   HashEmbed<12>(400, 3u, 0, dropout), StaticVectors<10, 6>(table, {.column = 1, .dropout = dropout}))) >>
+               with_array<Ragged>(Maxout<8>({.nP = 2, .dropout = dropout, .normalize = true})) >> ragged2list() >>
+               with_array<List<Floats2d>>(Softmax<4>());
+    };
+    std::vector<List<Ints2d>> batches{X, docs(3, 0, 5, 63), docs(12, 0, 20, 64)};
+    SECTION("the stages") {
+        auto model = make(0.0);
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("static_vectors ids->10 (over the sequences)"));
+        CHECK_THAT(d, !Contains("layer "));
+    }
+    SECTION("training and predict") {
+        auto model = make(0.0);
+        model.initialize(X);
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("with dropout (the column masks draw as the layers do)") {
+        auto model = make(0.3);
+        model.initialize(X);
+        train_side_by_side(model, batches, 4);
+    }
+}

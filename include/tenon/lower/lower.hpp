@@ -59,6 +59,12 @@ template <class... Ls>
 struct all_fully_fused<std::tuple<Ls...>> {
     static constexpr bool value = (fully_fused<Ls>::value && ...);
 };
+// A seq stage that reads the plan's ids (StaticVectors).
+template <class L>
+constexpr bool reads_ids() {
+    if constexpr (lowered_as_a<L, SeqLayerStage>) return L::lowered_as.reads_ids;
+    else return false;
+}
 // A seq stage's key transform (ParametricAttention_v2's), where it has one: walked as a branch.
 template <class L>
 constexpr bool has_keys() {
@@ -174,7 +180,8 @@ void add(Builder& B, L& layer, void* slot) {
         }
     }
     if (B.p.bounds[B.cur].ints && !lowered_as_a<L, TableStage> && !lowered_as_a<L, SameRows> &&
-        !lowered_as_a<L, ConcatBranches> && !lowered_as_a<L, OnRows> && !chain_walk<L>::is_chain)
+        !lowered_as_a<L, ConcatBranches> && !lowered_as_a<L, OnRows> && !chain_walk<L>::is_chain &&
+        !reads_ids<L>())
         refuse(layer, "only an embedding table may read the ids");
     if constexpr (chain_walk<L>::is_chain) {
         chain_walk<L>::run(B, layer, slot);
@@ -268,10 +275,14 @@ void add(Builder& B, L& layer, void* slot) {
     } else if constexpr (lowered_as_a<L, SeqLayerStage>) {
         // A layer over the input's sequences (LSTM, ParametricAttention): its own code, its
         // scratch in the workspace; a key transform is a branch from the same boundary.
-        if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
-            refuse(layer, "a layer over sequences on other rows than the input's sequences");
-        const std::size_t b_in = B.cur, nI = layer.get_dim("nI"), nO = layer.get_dim("nO");
-        B.expect_width(layer, nI);
+        constexpr bool ids = L::lowered_as.reads_ids;
+        if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints != ids)
+            refuse(layer, ids ? "a layer of ids that are not the plan's input"
+                              : "a layer over sequences on other rows than the input's sequences");
+        if constexpr (ids && !std::is_same_v<typename L::In, Ints2d>) refuse(layer, "ids of another type than Ints2d");
+        const std::size_t b_in = B.cur, nO = layer.get_dim("nO");
+        const std::size_t nI = ids ? B.width() : layer.get_dim("nI");
+        if (!ids) B.expect_width(layer, nI);
         std::size_t keys = npos;
         if constexpr (has_keys<L>()) {
             B.pinned = true;

@@ -81,6 +81,8 @@ struct SeqCall {
     float* dk = nullptr;        // the keys' gradient (assigned)
     float* scratch = nullptr;   // scratch(rows, false) floats, kept from forward to backward
     float* train_scratch = nullptr;  // training: the rest of scratch(rows, true), same lifetime
+    const std::int32_t* ids = nullptr;  // a layer that reads the plan's ids (reads_ids): rows x cols
+    std::size_t cols = 0;
 };
 struct SeqLayerStage {
     const char* name;
@@ -90,6 +92,7 @@ struct SeqLayerStage {
     void (*forward)(Node* layer, const SeqCall& c);
     // Adds to the layer's gradients, writes dx (and dk); reads what forward left in the scratch.
     void (*backward)(Node* layer, const SeqCall& c);
+    bool reads_ids = false;  // its input is the plan's ids (Ints2d: StaticVectors), not floats
 };
 
 }  // namespace tenon::lowering
