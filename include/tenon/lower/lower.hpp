@@ -296,7 +296,7 @@ void add(Builder& B, L& layer, void* slot) {
         s.layer = &layer;
         s.name = L::lowered_as.name;
         s.seq = &L::lowered_as;
-        if (keys != npos) s.parts = {keys};
+        if (keys != npos && keys != b_in) s.parts = {keys};  // (a key transform of no stage: the keys are X)
     } else if constexpr (lowered_as_a<L, OnRows>) {
         if constexpr (!L::plan_rows) {
             refuse(layer, "a Padded input (the plan takes lists and ragged arrays)");
