@@ -494,6 +494,43 @@ TEST_CASE("an attention text classifier's steps at random document counts and le
     sequence_steps_allocate_nothing(model, rng);
 }
 
+TEST_CASE("a bag-of-words classifier's (SparseLinear, a layer stage) steps at random batch sizes allocate nothing after warm-up",
+          "[alloc][random][sparse]") {
+    auto model = SparseLinear<6>({.length = 1 << 12}) >> sigmoid_activation();
+    Rng rng(14);
+    auto batch = [&](std::size_t docs) {  // 1..20 features per document
+        Ints1d lengths({docs});
+        std::size_t n = 0;
+        for (auto& l : lengths) n += static_cast<std::size_t>(l = static_cast<std::int32_t>(1 + rng.below(20)));
+        Keys1d keys({n});
+        Floats1d values({n});
+        for (std::size_t i = 0; i < n; ++i) {
+            keys[i] = rng.next();
+            values[i] = 1.0f;
+        }
+        return SparseFeatures(std::move(keys), std::move(values), std::move(lengths));
+    };
+    model.initialize(batch(16), Floats2d({16, 6}));
+    Optimizer opt = Adam(0.001);
+    auto step = [&](const SparseFeatures& X) {
+        auto [P, backprop] = model.begin_update(X);
+        backprop(P);
+        model.finish_update(opt);
+        return model.predict(X)[0];
+    };
+    std::vector<SparseFeatures> batches;
+    for (int i = 0; i < 50; ++i) batches.push_back(batch(1 + rng.below(64)));
+    float sink = 0;
+    for (std::size_t n = 64; n >= 1; n /= 2) sink += step(batch(n));
+    for (int i = 0; i < 200; ++i) sink += step(batch(1 + rng.below(64)));
+    REQUIRE(model.uses_plan());
+    Count c;
+    for (const auto& X : batches) sink += step(X);
+    const long n = c.stop();
+    CHECK(n == 0);
+    CHECK(std::isfinite(sink));
+}
+
 TEST_CASE("the block cache holds a few times the arrays of the largest call, and hands them back", "[alloc][random]") {
     auto model = make_small_mlp();
     model.initialize(random_array(64, 96, 1));
