@@ -42,10 +42,17 @@ Block block_of(const LstmDims& d, std::size_t layer, std::size_t dir) {
 }
 
 
-// The packed rows' layout: step t's rows start at off[t] (off[T] = N).
+// The packed rows' layout: step t's rows start at off[t] (off[T] = N). The arrays are the
+// caller's (a tape's vectors, or a plan's workspace).
+struct StepsV {
+    const std::size_t* size;
+    const std::size_t* off;
+    std::size_t T, N;
+};
 struct Steps {
     std::vector<std::size_t> size, off;
     std::size_t T = 0, B = 0, N = 0;
+    StepsV view() const { return {size.data(), off.data(), T, N}; }
 };
 Steps steps_of(const Padded& X) {
     Steps s;
@@ -72,18 +79,175 @@ Floats3d unpack(const Ops& ops, const float* rows, const Steps& s, std::size_t n
     return out;
 }
 
+// Every array a forward pass writes, over N packed rows: the first layer's input, each
+// layer's output (depth of them, N x width), the tape of each layer and direction (G N x 4nH,
+// then C, Hprev, Cprev N x nH each; one, reused, when `keep` is false: predict), the masked
+// weights and the mask (P each, training with dropout) and the gates' bias (4 nH).
+struct FwdBufs {
+    float* in0;
+    float* outs;
+    float* tape;
+    bool keep;
+    float* weights;
+    float* mask;
+    float* bias;
+};
+std::size_t tape_floats(const LstmDims& d, std::size_t N) { return N * 7 * d.nH; }
+// The backward pass's: dW (P), two arrays of N x max(nI, width) (each layer's dH and dX, in
+// turn), dG (N x 4 nH), dC, dHprev, dCprev (N x nH), dh0 and dc0 (nH).
+struct BwdBufs {
+    float* dW;
+    float* dA;
+    float* dB;
+    float* dG;
+    float* dC;
+    float* dHp;
+    float* dCp;
+    float* dh0;
+    float* dc0;
+};
+
+// The forward pass over packed rows (the input in b.in0); returns the weights it used (the
+// model's, or masked by dropout into b.weights, with `masked` set).
+const float* run_forward(const LstmRun& r, const StepsV& s, const FwdBufs& b, bool is_train, bool& masked) {
+    const LstmDims d = r.d;
+    const Ops& ops = *r.ops;
+    const std::size_t N = s.N, nH = d.nH, H4 = 4 * nH, width = d.dirs * nH;
+    // The weights: the model's, or masked by dropout (Thinc's, over the whole flat parameter).
+    const float* W = r.W;
+    const double rate = r.rate;
+    masked = false;
+    if (is_train && rate > 0.0) {
+        const std::size_t P = r.P;
+        std::fill(b.mask, b.mask + P, 0.0f);  // the rate 1 case
+        if (rate < 1.0)
+            dropout_mask(dropout_key(global_rng()), 0, b.mask, P, rate, static_cast<float>(1.0 / (1.0 - rate)));
+        for (std::size_t k = 0; k < P; ++k) b.weights[k] = W[k] * b.mask[k];
+        W = b.weights;
+        masked = true;
+    }
+    const float* HC0 = r.HC0;
+    const float* in = b.in0;
+    std::size_t nIl = d.nI;
+    for (std::size_t i = 0; i < d.depth; ++i) {
+        float* out = b.outs + i * N * width;
+        for (std::size_t dir = 0; dir < d.dirs; ++dir) {
+            const Block bl = block_of(d, i, dir);
+            float* G = b.tape + (b.keep ? (i * d.dirs + dir) * tape_floats(d, N) : 0);
+            float* C = G + N * H4;
+            float* Hp = C + N * nH;
+            float* Cp = Hp + N * nH;
+            const float* h0 = HC0 + ((0 * d.depth + i) * d.dirs + dir) * nH;
+            const float* c0 = HC0 + ((1 * d.depth + i) * d.dirs + dir) * nH;
+            if (N) {
+                ops.gemm(false, true, N, H4, nIl, 1.0f, in, nIl, W + bl.Wx, nIl, 0.0f, G, H4);
+                for (std::size_t k = 0; k < H4; ++k) b.bias[k] = W[bl.bx + k] + W[bl.bh + k];
+                ops.bias_activate(Activation::identity, G, b.bias, N, H4, nullptr);
+            }
+            float* H = out + dir * nH;  // this direction's columns of the output
+            for (std::size_t k = 0; k < s.T; ++k) {
+                const std::size_t t = dir == 0 ? k : s.T - 1 - k, rows = s.size[t], r0 = s.off[t];
+                if (rows == 0) continue;
+                // The previous step's rows of the same sequences, then HC0 for those that start here.
+                const bool has_prev = dir == 0 ? t > 0 : t + 1 < s.T;
+                const std::size_t p = dir == 0 ? t - 1 : t + 1;
+                const std::size_t linked = has_prev ? std::min(rows, s.size[p]) : 0;
+                if (linked) {
+                    ops.copy_rows(H + s.off[p] * width, width, Hp + r0 * nH, nH, linked, nH, false);
+                    ops.copy_rows(C + s.off[p] * nH, nH, Cp + r0 * nH, nH, linked, nH, false);
+                }
+                ops.copy_rows(h0, 0, Hp + (r0 + linked) * nH, nH, rows - linked, nH, false);
+                ops.copy_rows(c0, 0, Cp + (r0 + linked) * nH, nH, rows - linked, nH, false);
+                ops.gemm(false, true, rows, H4, nH, 1.0f, Hp + r0 * nH, nH, W + bl.Wh, nH, 1.0f, G + r0 * H4, H4);
+                ops.lstm_cell_forward(G + r0 * H4, Cp + r0 * nH, C + r0 * nH, H + r0 * width, width, rows, nH);
+            }
+        }
+        in = out;
+        nIl = width;
+    }
+    return W;
+}
+
+// The backward pass: dY (packed, N x width) in b.dA; adds to g (the flat parameter's
+// gradient, through the mask when `masked`) and dHC0; returns the packed dX (N x nI), one
+// of b.dA / b.dB.
+float* run_backward(const LstmRun& r, const StepsV& s, const FwdBufs& f, const float* W, bool masked,
+                    const BwdBufs& b, float* g, float* dHC0) {
+    const LstmDims& d = r.d;
+    const Ops& ops = *r.ops;
+    const std::size_t N = s.N, nH = d.nH, H4 = 4 * nH, width = d.dirs * nH, P = r.P;
+    // The weights' gradient is made here, then masked (with dropout) and added to the model's.
+    ops.zero(b.dW, P);
+    float* dH = b.dA;
+    float* dX = b.dB;
+    for (std::size_t i = d.depth; i-- > 0;) {
+        const float* in = i == 0 ? f.in0 : f.outs + (i - 1) * N * width;
+        const std::size_t nI = i == 0 ? d.nI : width;
+        ops.zero(dX, N * nI);  // both directions add to it
+        for (std::size_t dir = 0; dir < d.dirs; ++dir) {
+            const Block bl = block_of(d, i, dir);
+            const float* G = f.tape + (i * d.dirs + dir) * tape_floats(d, N);
+            const float* C = G + N * H4;
+            const float* Hp = C + N * nH;
+            const float* Cp = Hp + N * nH;
+            ops.zero(b.dC, N * nH);  // the later steps add to it
+            float* dHd = dH + dir * nH;
+            ops.zero(b.dh0, nH);
+            ops.zero(b.dc0, nH);
+            for (std::size_t k = 0; k < s.T; ++k) {
+                const std::size_t t = dir == 0 ? s.T - 1 - k : k, rows = s.size[t], r0 = s.off[t];
+                if (rows == 0) continue;
+                const bool has_prev = dir == 0 ? t > 0 : t + 1 < s.T;
+                const std::size_t p = dir == 0 ? t - 1 : t + 1;
+                const std::size_t linked = has_prev ? std::min(rows, s.size[p]) : 0;
+                ops.lstm_cell_backward(dHd + r0 * width, width, b.dC + r0 * nH, G + r0 * H4, C + r0 * nH, Cp + r0 * nH,
+                                       b.dG + r0 * H4, b.dCp, rows, nH);
+                ops.gemm(false, false, rows, nH, H4, 1.0f, b.dG + r0 * H4, H4, W + bl.Wh, nH, 0.0f, b.dHp, nH);
+                if (linked) {
+                    ops.copy_rows(b.dHp, nH, dHd + s.off[p] * width, width, linked, nH, true);
+                    ops.copy_rows(b.dCp, nH, b.dC + s.off[p] * nH, nH, linked, nH, true);
+                }
+                ops.sum_rows_into(b.dHp + linked * nH, rows - linked, nH, b.dh0);
+                ops.sum_rows_into(b.dCp + linked * nH, rows - linked, nH, b.dc0);
+            }
+            if (N) {
+                ops.gemm(true, false, H4, bl.nI, N, 1.0f, b.dG, H4, in, nI, 1.0f, b.dW + bl.Wx, bl.nI);
+                ops.gemm(true, false, H4, nH, N, 1.0f, b.dG, H4, Hp, nH, 1.0f, b.dW + bl.Wh, nH);
+                ops.sum_rows_into(b.dG, N, H4, b.dW + bl.bx);
+                ops.sum_rows_into(b.dG, N, H4, b.dW + bl.bh);
+                ops.gemm(false, false, N, nI, H4, 1.0f, b.dG, H4, W + bl.Wx, bl.nI, 1.0f, dX, nI);
+            }
+            float* gh0 = dHC0 + ((0 * d.depth + i) * d.dirs + dir) * nH;
+            float* gc0 = dHC0 + ((1 * d.depth + i) * d.dirs + dir) * nH;
+            for (std::size_t k = 0; k < nH; ++k) {
+                gh0[k] += b.dh0[k];
+                gc0[k] += b.dc0[k];
+            }
+        }
+        std::swap(dH, dX);
+    }
+    if (masked)
+        for (std::size_t k = 0; k < P; ++k) g[k] += b.dW[k] * f.mask[k];
+    else
+        for (std::size_t k = 0; k < P; ++k) g[k] += b.dW[k];
+    return dH;
+}
+
 }  // namespace
 
-// What the backward pass reads: every layer's input (the last entry is the output), and per
-// layer and direction the activated gates, the cells and the previous hiddens and cells of
-// each row; the weights the forward used (masked by dropout) and the mask.
+// What the backward pass reads: the forward pass's arrays (FwdBufs), owned.
 struct LstmTape {
     LstmDims d{};
     Steps steps;
     Ints1d size_at_t, lengths, indices;
-    std::vector<Floats2d> inputs;                 // depth + 1 of them
-    std::vector<Floats2d> G, C, Hprev, Cprev;     // depth * dirs of each
-    Floats1d weights, mask;                       // weights: only with dropout (else the model's)
+    Floats1d in0, outs, tape, weights, mask, bias;
+    const float* W = nullptr;  // the weights the forward used (the model's, or `weights`)
+    bool masked = false;
+    FwdBufs bufs() const {
+        auto* self = const_cast<LstmTape*>(this);
+        return {self->in0.data(), self->outs.data(), self->tape.data(), true,
+                self->weights.data(), self->mask.data(), self->bias.data()};
+    }
 };
 
 std::size_t lstm_param_size(const LstmDims& d) {
@@ -157,70 +321,22 @@ Padded lstm_forward(const LstmRun& r, const Padded& X, bool is_train, std::share
     tape->lengths = X.lengths();
     tape->indices = X.indices();
     const Steps& s = tape->steps;
-    const std::size_t N = s.N, nH = d.nH, H4 = 4 * nH, width = d.dirs * nH;
-
-    // The weights: the model's, or masked by dropout (Thinc's, over the whole flat parameter).
-    const float* W = r.W;
-    const double rate = r.rate;
-    if (is_train && rate > 0.0) {
-        const std::size_t P = r.P;
-        tape->mask = Floats1d({P});  // zeros: the rate 1 case
-        if (rate < 1.0)
-            dropout_mask(dropout_key(global_rng()), 0, tape->mask.data(), P, rate, static_cast<float>(1.0 / (1.0 - rate)));
-        tape->weights = Floats1d({P}, uninitialized);
-        for (std::size_t k = 0; k < P; ++k) tape->weights[k] = W[k] * tape->mask[k];
-        W = tape->weights.data();
+    const std::size_t N = s.N, width = d.dirs * d.nH;
+    const bool keep = tape_out != nullptr;
+    const bool drop = is_train && r.rate > 0.0;
+    tape->in0 = Floats1d({N * d.nI}, uninitialized);
+    tape->outs = Floats1d({d.depth * N * width}, uninitialized);
+    tape->tape = Floats1d({(keep ? d.depth * d.dirs : 1) * tape_floats(d, N)}, uninitialized);
+    tape->bias = Floats1d({4 * d.nH}, uninitialized);
+    if (drop) {
+        tape->weights = Floats1d({r.P}, uninitialized);
+        tape->mask = Floats1d({r.P}, uninitialized);
     }
-    const float* HC0 = r.HC0;
-
-    tape->inputs.reserve(d.depth + 1);
-    tape->inputs.emplace_back(std::array<std::size_t, 2>{N, d.nI}, uninitialized);
-    pack(ops, X.data().data(), s, d.nI, tape->inputs[0].data());
-    std::vector<float> bias(H4);
-    for (std::size_t i = 0; i < d.depth; ++i) {
-        const Floats2d& in = tape->inputs[i];
-        Floats2d out({N, width}, uninitialized);
-        for (std::size_t dir = 0; dir < d.dirs; ++dir) {
-            const Block b = block_of(d, i, dir);
-            Floats2d G({N, H4}, uninitialized), C({N, nH}, uninitialized), Hp({N, nH}, uninitialized),
-                Cp({N, nH}, uninitialized);
-            const float* h0 = HC0 + ((0 * d.depth + i) * d.dirs + dir) * nH;
-            const float* c0 = HC0 + ((1 * d.depth + i) * d.dirs + dir) * nH;
-            if (N) {
-                ops.gemm(false, true, N, H4, b.nI, 1.0f, in.data(), b.nI, W + b.Wx, b.nI, 0.0f, G.data(), H4);
-                for (std::size_t k = 0; k < H4; ++k) bias[k] = W[b.bx + k] + W[b.bh + k];
-                ops.bias_activate(Activation::identity, G.data(), bias.data(), N, H4, nullptr);
-            }
-            float* H = out.data() + dir * nH;  // this direction's columns of the output
-            for (std::size_t k = 0; k < s.T; ++k) {
-                const std::size_t t = dir == 0 ? k : s.T - 1 - k, rows = s.size[t], r0 = s.off[t];
-                if (rows == 0) continue;
-                // The previous step's rows of the same sequences, then HC0 for those that start here.
-                const bool has_prev = dir == 0 ? t > 0 : t + 1 < s.T;
-                const std::size_t p = dir == 0 ? t - 1 : t + 1;
-                const std::size_t linked = has_prev ? std::min(rows, s.size[p]) : 0;
-                if (linked) {
-                    ops.copy_rows(H + s.off[p] * width, width, Hp.data() + r0 * nH, nH, linked, nH, false);
-                    ops.copy_rows(C.data() + s.off[p] * nH, nH, Cp.data() + r0 * nH, nH, linked, nH, false);
-                }
-                ops.copy_rows(h0, 0, Hp.data() + (r0 + linked) * nH, nH, rows - linked, nH, false);
-                ops.copy_rows(c0, 0, Cp.data() + (r0 + linked) * nH, nH, rows - linked, nH, false);
-                ops.gemm(false, true, rows, H4, nH, 1.0f, Hp.data() + r0 * nH, nH, W + b.Wh, nH, 1.0f,
-                         G.data() + r0 * H4, H4);
-                ops.lstm_cell_forward(G.data() + r0 * H4, Cp.data() + r0 * nH, C.data() + r0 * nH, H + r0 * width,
-                                      width, rows, nH);
-            }
-            if (tape_out) {
-                tape->G.push_back(std::move(G));
-                tape->C.push_back(std::move(C));
-                tape->Hprev.push_back(std::move(Hp));
-                tape->Cprev.push_back(std::move(Cp));
-            }
-        }
-        tape->inputs.push_back(std::move(out));
-        if (!tape_out && i > 0) tape->inputs[i] = Floats2d();  // predict: only the last two are needed
-    }
-    Padded Y(unpack(ops, tape->inputs.back().data(), s, width), X.size_at_t(), X.lengths(), X.indices());
+    FwdBufs b = tape->bufs();
+    b.keep = keep;
+    pack(ops, X.data().data(), s, d.nI, b.in0);
+    tape->W = run_forward(r, s.view(), b, is_train, tape->masked);
+    Padded Y(unpack(ops, b.outs + (d.depth - 1) * N * width, s, width), X.size_at_t(), X.lengths(), X.indices());
     if (tape_out) *tape_out = std::move(tape);
     return Y;
 }
@@ -228,7 +344,7 @@ Padded lstm_forward(const LstmRun& r, const Padded& X, bool is_train, std::share
 Padded lstm_backward(const LstmRun& r, float* g, float* dHC0, const LstmTape& tape, const Padded& dYp) {
     const LstmDims& d = tape.d;
     const Steps& s = tape.steps;
-    const std::size_t N = s.N, nH = d.nH, H4 = 4 * nH, width = d.dirs * nH;
+    const std::size_t N = s.N, nH = d.nH, width = d.dirs * nH;
     const auto& shape = dYp.data().shape();
     if (shape[0] != s.T || shape[1] != s.B || shape[2] != width)
         throw ShapeError(*r.name + ": the gradient of the output must be a Padded of (" + std::to_string(s.T) +
@@ -240,67 +356,183 @@ Padded lstm_backward(const LstmRun& r, float* g, float* dHC0, const LstmTape& ta
         throw ShapeError(*r.name + ": the model's LSTM parameter changed size between the forward pass and its backprop",
                          "tenon-E286");
     const Ops& ops = *r.ops;
-    const float* W = tape.weights.size() ? tape.weights.data() : r.W;
-    const std::size_t P = r.P;
-    // The weights' gradient is made here, then masked (with dropout) and added to the model's.
-    Floats1d dW({P});
-    std::vector<float> dh0(nH), dc0(nH);
+    const std::size_t wide = std::max(d.nI, width);
+    Floats1d dW({r.P}, uninitialized), dA({N * wide}, uninitialized), dB({N * wide}, uninitialized),
+        dG({N * 4 * nH}, uninitialized), dC({N * nH}, uninitialized), dHp({N * nH}, uninitialized),
+        dCp({N * nH}, uninitialized), dh0({nH}, uninitialized), dc0({nH}, uninitialized);
+    const BwdBufs b{dW.data(), dA.data(), dB.data(), dG.data(), dC.data(), dHp.data(), dCp.data(), dh0.data(), dc0.data()};
+    pack(ops, dYp.data().data(), s, width, b.dA);
+    const float* dX = run_backward(r, s.view(), tape.bufs(), tape.W, tape.masked, b, g, dHC0);
+    return Padded(unpack(ops, dX, s, d.nI), tape.size_at_t, tape.lengths, tape.indices);
+}
 
-    Floats2d dH({N, width}, uninitialized);
-    pack(ops, dYp.data().data(), s, width, dH.data());
-    std::size_t widest = 0;
-    for (std::size_t t = 0; t < s.T; ++t) widest = std::max(widest, s.size[t]);
-    Floats2d dHp({widest, nH}, uninitialized), dCp({widest, nH}, uninitialized);
-    for (std::size_t i = d.depth; i-- > 0;) {
-        const Floats2d& in = tape.inputs[i];
-        const std::size_t nI = in.shape(1);
-        Floats2d dX({N, nI});  // zeros: both directions add to it
-        for (std::size_t dir = 0; dir < d.dirs; ++dir) {
-            const Block b = block_of(d, i, dir);
-            const std::size_t at = i * d.dirs + dir;
-            const Floats2d &G = tape.G[at], &C = tape.C[at], &Hp = tape.Hprev[at], &Cp = tape.Cprev[at];
-            Floats2d dG({N, H4}, uninitialized), dC({N, nH});  // dC: zeros, the later steps add to it
-            float* dHd = dH.data() + dir * nH;
-            std::fill(dh0.begin(), dh0.end(), 0.0f);
-            std::fill(dc0.begin(), dc0.end(), 0.0f);
-            for (std::size_t k = 0; k < s.T; ++k) {
-                const std::size_t t = dir == 0 ? s.T - 1 - k : k, rows = s.size[t], r0 = s.off[t];
-                if (rows == 0) continue;
-                const bool has_prev = dir == 0 ? t > 0 : t + 1 < s.T;
-                const std::size_t p = dir == 0 ? t - 1 : t + 1;
-                const std::size_t linked = has_prev ? std::min(rows, s.size[p]) : 0;
-                ops.lstm_cell_backward(dHd + r0 * width, width, dC.data() + r0 * nH, G.data() + r0 * H4,
-                                       C.data() + r0 * nH, Cp.data() + r0 * nH, dG.data() + r0 * H4, dCp.data(), rows,
-                                       nH);
-                ops.gemm(false, false, rows, nH, H4, 1.0f, dG.data() + r0 * H4, H4, W + b.Wh, nH, 0.0f, dHp.data(), nH);
-                if (linked) {
-                    ops.copy_rows(dHp.data(), nH, dHd + s.off[p] * width, width, linked, nH, true);
-                    ops.copy_rows(dCp.data(), nH, dC.data() + s.off[p] * nH, nH, linked, nH, true);
-                }
-                ops.sum_rows_into(dHp.data() + linked * nH, rows - linked, nH, dh0.data());
-                ops.sum_rows_into(dCp.data() + linked * nH, rows - linked, nH, dc0.data());
-            }
-            if (N) {
-                ops.gemm(true, false, H4, b.nI, N, 1.0f, dG.data(), H4, in.data(), nI, 1.0f, dW.data() + b.Wx, b.nI);
-                ops.gemm(true, false, H4, nH, N, 1.0f, dG.data(), H4, Hp.data(), nH, 1.0f, dW.data() + b.Wh, nH);
-                ops.sum_rows_into(dG.data(), N, H4, dW.data() + b.bx);
-                ops.sum_rows_into(dG.data(), N, H4, dW.data() + b.bh);
-                ops.gemm(false, false, N, nI, H4, 1.0f, dG.data(), H4, W + b.Wx, b.nI, 1.0f, dX.data(), nI);
-            }
-            float* gh0 = dHC0 + ((0 * d.depth + i) * d.dirs + dir) * nH;
-            float* gc0 = dHC0 + ((1 * d.depth + i) * d.dirs + dir) * nH;
-            for (std::size_t k = 0; k < nH; ++k) {
-                gh0[k] += dh0[k];
-                gc0[k] += dc0[k];
-            }
-        }
-        dH = std::move(dX);
+// ---- The plan's stage (lowered_as, lstm.hpp): the sequences' rows in the input's order
+// (every sequence's back to back), the same work over packed rows as above, every array
+// carved from the plan's workspace. The packed order is to_padded's (longer sequences
+// first, ties the later one first), so the results equal the layers' under with_padded.
+namespace {
+
+LstmRun run_of(const Node& l) {
+    const std::size_t nO = l.get_dim("nO"), dirs = l.get_dim("dirs");
+    const CParamView W = l.get_param("LSTM");
+    return {&l.ops(), &l.name(), {l.get_dim("nI"), nO / dirs, l.get_dim("depth"), dirs}, W.data, W.size(),
+            l.get_param("HC0").data, l.attr_as<double>("dropout_rate")};
+}
+
+// Takes n floats (rounded up to 16: each array 64-byte aligned) from the scratch at p.
+template <class T = float>
+T* carve(float*& p, std::size_t n_floats) {
+    T* at = reinterpret_cast<T*>(p);
+    p += (n_floats + 15) / 16 * 16;
+    return at;
+}
+constexpr std::size_t carve_slack = 16 * 24;  // the rounding of the arrays carved (at most 24)
+constexpr std::size_t zw = sizeof(std::size_t) / sizeof(float);
+
+// The predict scratch: the rows' layout (map: packed row -> input row, inv: the other way,
+// both uint32; the steps' sizes and offsets; the non-empty sequences' order and starts), the
+// packed input, every layer's output, one tape (predict), the bias, and two numbers for the
+// backward pass (meta). Training's tapes, masked weights and mask are in train_scratch.
+struct Layout {
+    std::uint32_t *map, *inv;
+    std::size_t *size, *off, *order, *start;
+    std::size_t* meta;  // [0]: the forward masked the weights (dropout), [1]: the steps
+    FwdBufs f;
+};
+Layout layout_of(const LstmRun& r, std::size_t rows, float* scratch, float* train_scratch) {
+    const LstmDims& d = r.d;
+    const std::size_t width = d.dirs * d.nH;
+    Layout L{};
+    float* p = scratch;
+    L.map = carve<std::uint32_t>(p, rows);
+    L.inv = carve<std::uint32_t>(p, rows);
+    L.size = carve<std::size_t>(p, rows * zw);
+    L.off = carve<std::size_t>(p, (rows + 1) * zw);
+    L.order = carve<std::size_t>(p, rows * zw);
+    L.start = carve<std::size_t>(p, (rows + 1) * zw);
+    L.meta = carve<std::size_t>(p, 2 * zw);
+    L.f.in0 = carve(p, rows * d.nI);
+    L.f.outs = carve(p, d.depth * rows * width);
+    L.f.bias = carve(p, 4 * d.nH);
+    L.f.keep = train_scratch != nullptr;
+    if (!train_scratch) {
+        L.f.tape = carve(p, tape_floats(d, rows));
+        return L;
     }
-    if (tape.mask.size())
-        for (std::size_t k = 0; k < P; ++k) g[k] += dW[k] * tape.mask[k];
-    else
-        for (std::size_t k = 0; k < P; ++k) g[k] += dW[k];
-    return Padded(unpack(ops, dH.data(), s, d.nI), tape.size_at_t, tape.lengths, tape.indices);
+    float* q = train_scratch;
+    L.f.tape = carve(q, d.depth * d.dirs * tape_floats(d, rows));
+    L.f.weights = carve(q, r.P);
+    L.f.mask = carve(q, r.P);
+    return L;
+}
+BwdBufs bwd_of(const LstmRun& r, std::size_t rows, float* train_scratch) {
+    const LstmDims& d = r.d;
+    float* q = train_scratch;
+    (void)carve(q, d.depth * d.dirs * tape_floats(d, rows));
+    (void)carve(q, r.P);
+    (void)carve(q, r.P);
+    const std::size_t wide = std::max(d.nI, d.dirs * d.nH);
+    BwdBufs b{};
+    b.dW = carve(q, r.P);
+    b.dA = carve(q, rows * wide);
+    b.dB = carve(q, rows * wide);
+    b.dG = carve(q, rows * 4 * d.nH);
+    b.dC = carve(q, rows * d.nH);
+    b.dHp = carve(q, rows * d.nH);
+    b.dCp = carve(q, rows * d.nH);
+    b.dh0 = carve(q, d.nH);
+    b.dc0 = carve(q, d.nH);
+    return b;
+}
+
+}  // namespace
+
+void lstm_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std::size_t& fixed) {
+    const LstmRun r = run_of(*layer);
+    const LstmDims& d = r.d;
+    const std::size_t width = d.dirs * d.nH, wide = std::max(d.nI, width);
+    if (!train) {
+        per_row = 2 + 4 * zw + d.nI + d.depth * width + 7 * d.nH;
+        fixed = 4 * zw + 4 * d.nH + carve_slack;
+    } else {
+        per_row = d.depth * d.dirs * 7 * d.nH + 2 * wide + 7 * d.nH;
+        fixed = 3 * r.P + 2 * d.nH + carve_slack;
+    }
+}
+
+namespace {
+// The packed layout of the call's rows: the non-empty sequences in to_padded's order, the
+// steps' sizes and offsets, and the map between packed rows and the input's rows.
+StepsV layout_rows(Layout& L, const lowering::SeqCall& c) {
+    std::size_t nb = 0, at = 0;
+    for (std::size_t i = 0; i < c.nseg; ++i) {
+        const auto n = static_cast<std::size_t>(c.lengths[i]);
+        if (n) L.start[nb++] = at;  // the k-th non-empty sequence's first row
+        at += n;
+    }
+    L.start[nb] = at;
+    auto len = [&](std::size_t k) { return L.start[k + 1] - L.start[k]; };
+    for (std::size_t k = 0; k < nb; ++k) L.order[k] = k;
+    std::sort(L.order, L.order + nb, [&](std::size_t a, std::size_t b) {
+        const std::size_t la = len(a), lb = len(b);
+        return la != lb ? la > lb : a > b;  // (k grows with the sequence's index)
+    });
+    const std::size_t T = nb ? len(L.order[0]) : 0;
+    for (std::size_t j = 0; j < nb; ++j)
+        for (std::size_t t = 0, n = len(L.order[j]); t < n; ++t) L.size[t] = j + 1;
+    std::size_t N = 0;
+    for (std::size_t t = 0; t < T; ++t) {
+        L.off[t] = N;
+        for (std::size_t j = 0; j < L.size[t]; ++j) {
+            const std::size_t row = L.start[L.order[j]] + t;
+            L.map[N + j] = static_cast<std::uint32_t>(row);
+            L.inv[row] = static_cast<std::uint32_t>(N + j);
+        }
+        N += L.size[t];
+    }
+    L.off[T] = N;
+    return {L.size, L.off, T, N};
+}
+}  // namespace
+
+void lstm_stage_forward(Node* layer, const lowering::SeqCall& c) {
+    const LstmRun r = run_of(*layer);
+    check_param_size(r);
+    const LstmDims& d = r.d;
+    const std::size_t width = d.dirs * d.nH;
+    Layout L = layout_of(r, c.rows, c.scratch, c.train ? c.train_scratch : nullptr);
+    const StepsV s = layout_rows(L, c);
+    L.meta[0] = 0;
+    L.meta[1] = s.T;
+    if (!s.N) return;
+    const Ops& ops = *r.ops;
+    ops.gather_add_rows(c.x, d.nI, L.map, s.N, 1, L.f.in0);
+    bool masked = false;
+    run_forward(r, s, L.f, c.train, masked);
+    L.meta[0] = masked ? 1 : 0;
+    L.meta[1] = s.T;
+    ops.gather_add_rows(L.f.outs + (d.depth - 1) * s.N * width, width, L.inv, s.N, 1, c.y);
+}
+
+void lstm_stage_backward(Node* layer, const lowering::SeqCall& c) {
+    const LstmRun r = run_of(*layer);
+    if (lstm_param_size(r.d) != r.P)
+        throw ShapeError(*r.name + ": the model's LSTM parameter changed size between the forward pass and its backprop",
+                         "tenon-E286");
+    const LstmDims& d = r.d;
+    Layout L = layout_of(r, c.rows, c.scratch, c.train_scratch);
+    const StepsV steps{L.size, L.off, L.meta[1], c.rows};
+    const Ops& ops = *r.ops;
+    const BwdBufs b = bwd_of(r, c.rows, c.train_scratch);
+    const bool masked = L.meta[0] != 0;
+    const float* W = masked ? L.f.weights : r.W;
+    ops.gather_add_rows(c.dy, d.dirs * d.nH, L.map, c.rows, 1, b.dA);
+    float* gW = layer->get_grad("LSTM").data;
+    float* gH = layer->get_grad("HC0").data;
+    const float* dX = run_backward(r, steps, L.f, W, masked, b, gW, gH);
+    if (!c.dx) return;
+    if (c.dx_add) ops.scatter_add_rows(c.dx, d.nI, L.map, c.rows, 1, dX, nullptr);
+    else ops.gather_add_rows(dX, d.nI, L.inv, c.rows, 1, c.dx);
 }
 
 }  // namespace tenon::detail

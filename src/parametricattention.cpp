@@ -17,16 +17,48 @@ void attention_forward(const Ops& ops, const float* X, const float* K, const flo
 
 void attention_backward(const Ops& ops, const float* dY, const float* X, const float* K, const float* Q,
                         const float* a, const std::int32_t* lengths, std::size_t nseg, std::size_t rows,
-                        std::size_t n, float* dX, float* dQ, float* dK) {
+                        std::size_t n, float* dX, float* dQ, float* dK, float* d_a, bool dx_add) {
     if (rows == 0) return;
-    ops.scale_rows(dY, a, rows, n, dX, false);  // through Y = X * a, to X
-    Floats1d d_a({rows}, uninitialized);
-    ops.row_dots(X, dY, rows, n, d_a.data());  // ... and to a
-    ops.backprop_softmax_sequences(d_a.data(), a, lengths, nseg, 1, d_a.data());  // to the scores
-    ops.gemm(true, false, n, 1, rows, 1.0f, K, n, d_a.data(), 1, 1.0f, dQ, 1);   // dQ += K^T d_a
+    Floats1d own;
+    if (!d_a) {
+        own = Floats1d({rows}, uninitialized);
+        d_a = own.data();
+    }
+    ops.scale_rows(dY, a, rows, n, dX, dx_add);  // through Y = X * a, to X
+    ops.row_dots(X, dY, rows, n, d_a);  // ... and to a
+    ops.backprop_softmax_sequences(d_a, a, lengths, nseg, 1, d_a);  // to the scores
+    ops.gemm(true, false, n, 1, rows, 1.0f, K, n, d_a, 1, 1.0f, dQ, 1);   // dQ += K^T d_a
     // dK = d_a Q^T: into dX itself where the keys are X, else for the key transform's backprop
-    if (dK) ops.gemm(false, false, rows, n, 1, 1.0f, d_a.data(), 1, Q, n, 0.0f, dK, n);
-    else ops.gemm(false, false, rows, n, 1, 1.0f, d_a.data(), 1, Q, n, 1.0f, dX, n);
+    if (dK) ops.gemm(false, false, rows, n, 1, 1.0f, d_a, 1, Q, n, 0.0f, dK, n);
+    else ops.gemm(false, false, rows, n, 1, 1.0f, d_a, 1, Q, n, 1.0f, dX, n);
+}
+
+void attention_stage_scratch(const Node*, bool, std::size_t& per_row, std::size_t& fixed) {
+    per_row = 1;  // predict: the weights a; training: d_a besides
+    fixed = 0;
+}
+
+void attention_stage_forward(Node* layer, const lowering::SeqCall& c) {
+    const std::size_t n = layer->get_dim("nO");
+    attention_forward(*c.ops, c.x, c.k, layer->get_param("Q").data, c.lengths, c.nseg, c.rows, n, c.scratch, c.y);
+}
+
+void attention_stage_backward(Node* layer, const lowering::SeqCall& c) {
+    const std::size_t n = layer->get_dim("nO");
+    float* dQ = layer->get_grad("Q").data;
+    const float* Q = layer->get_param("Q").data;
+    if (c.dx) {
+        attention_backward(*c.ops, c.dy, c.x, c.k, Q, c.scratch, c.lengths, c.nseg, c.rows, n, c.dx, dQ, c.dk,
+                           c.train_scratch, c.dx_add);
+        return;
+    }
+    // The input's gradient is not wanted (the plan's first stage, params_only): dQ (and dK) alone.
+    if (c.rows == 0) return;
+    float* d_a = c.train_scratch;
+    c.ops->row_dots(c.x, c.dy, c.rows, n, d_a);
+    c.ops->backprop_softmax_sequences(d_a, c.scratch, c.lengths, c.nseg, 1, d_a);
+    c.ops->gemm(true, false, n, 1, c.rows, 1.0f, c.k, n, d_a, 1, 1.0f, dQ, 1);
+    if (c.dk) c.ops->gemm(false, false, c.rows, n, 1, 1.0f, d_a, 1, Q, n, 0.0f, c.dk, n);
 }
 
 void attention_init_q(float* Q, std::size_t n) {

@@ -135,6 +135,27 @@ void padded_runs(const Ctx& c, std::size_t pad, F&& f, G&& pads) {
 }
 }  // namespace
 
+namespace {
+SeqCall seq_call(const Stage& s, const Ctx& c) {
+    SeqCall sc;
+    sc.ops = c.ops;
+    sc.lengths = c.lengths;
+    sc.nseg = c.nseg;
+    sc.rows = c.rows;
+    sc.train = c.train;
+    if (c.p->bounds[s.in].ints) {  // the plan's ids (rows x in_cols int32)
+        sc.ids = reinterpret_cast<const std::int32_t*>(c.act(s.in));
+        sc.cols = c.in_cols;
+    } else {
+        sc.x = c.act(s.in);
+        sc.k = s.parts.empty() ? sc.x : c.act(s.parts[0]);
+    }
+    sc.scratch = c.buf(s.sscratch);
+    sc.train_scratch = c.train ? c.buf(s.strain) : nullptr;
+    return sc;
+}
+}  // namespace
+
 // Every value these stages read or write in the workspace goes through the backend (a
 // device backend's workspace is its memory); what stays on the host is the call's lengths
 // and a table's keys and column mask, computed by the layer's own code.
@@ -199,6 +220,12 @@ void seq_forward(const Stage& s, const Ctx& c) {
             ops.zero(out, rows * n);
             auto* which = c.train && s.which != npos ? reinterpret_cast<std::int32_t*>(c.buf(s.which)) : nullptr;
             if (c.nseg) ops.segment_reduce(s.red, c.act(s.in), c.lengths, c.nseg, n, out, which);
+            break;
+        }
+        case Prim::seq: {  // the layer's own code, its scratch here
+            SeqCall sc = seq_call(s, c);
+            sc.y = out;
+            s.seq->forward(s.layer, sc);
             break;
         }
         default:
@@ -270,6 +297,15 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
             if (!s.dx_assign) ops.copy_rows(to, n, dx, n, in_rows, n, true);
             break;
         }
+        case Prim::seq: {
+            SeqCall sc = seq_call(s, c);
+            sc.dy = d;
+            sc.dx = c.p->bounds[s.in].ints ? nullptr : c.grad(s.in);
+            sc.dx_add = !s.dx_assign;
+            sc.dk = s.parts.empty() ? nullptr : c.grad(s.parts[0]);
+            s.seq->backward(s.layer, sc);
+            break;
+        }
         default:
             break;
     }
@@ -331,6 +367,11 @@ std::string describe_stages(const PlanData& p) {
             case Prim::reduce:
                 line += s.name + " " + std::to_string(s.nO) + " (one row per sequence)";
                 break;
+            case Prim::seq:
+                line += s.name + " " + (p.bounds[s.in].ints ? std::string("ids") : std::to_string(s.nI)) + "->" +
+                        std::to_string(s.nO) + " (over the sequences" +
+                        (s.parts.empty() ? "" : ", keys x" + std::to_string(s.parts[0])) + ")";
+                break;
         }
         for (const Op& op : s.ops) {
             switch (op.kind) {
@@ -366,7 +407,7 @@ std::string describe_layout(const PlanData& p, std::size_t rows) {
             std::size_t off = b.pre_fixed[t];
             for (std::size_t k = 0; k <= max_spaces; ++k) off += r16 * b.pre_row[t][k];
             off *= sizeof(float);
-            const std::size_t bytes = (b.per_row ? rows * b.per_row : b.fixed) * sizeof(float);
+            const std::size_t bytes = (rows * b.per_row + b.fixed) * sizeof(float);
             auto pad = [](std::string v, std::size_t w) { return std::string(v.size() < w ? w - v.size() : 0, ' ') + v; };
             out += "  @" + pad(std::to_string(off), 10) + "  " + pad(std::to_string(bytes), 9) + " B  " + b.what + (b.per_row ? " (" + std::to_string(rows) + "x" + std::to_string(b.per_row) + ")" : "") +
                    "\n";
@@ -414,6 +455,15 @@ void finalize(PlanData& p) {
         }
         if (s.prim == Prim::reduce && s.red == Reduce::max)
             s.which = p.add_buffer(tag + s.name + " row of each maximum (int32)", n, 0, false, sp);
+        if (s.prim == Prim::seq) {
+            // The layer's scratch: what predict needs (kept to the backward pass), and the rest
+            // of training's (its tapes, its backward pass's arrays).
+            std::size_t per_row = 0, fixed = 0;
+            s.seq->scratch(s.layer, false, per_row, fixed);
+            s.sscratch = p.add_buffer(tag + s.name + " scratch", per_row, fixed, true, sp);
+            s.seq->scratch(s.layer, true, per_row, fixed);
+            s.strain = p.add_buffer(tag + s.name + " scratch (training)", per_row, fixed, false, sp);
+        }
         if (s.prim == Prim::table) {
             s.iW = ParamAccess::param_index(*s.layer, "E");  // the table
             // The keys are needed by the forward pass too (predict); the mask only in training.
@@ -491,6 +541,8 @@ void finalize(PlanData& p) {
         }
         s.dx_assign = !written[s.in];
         written[s.in] = true;
+        // A seq stage's keys (a key transform's output) are read by it alone: it assigns their gradient.
+        if (s.prim == Prim::seq && !s.parts.empty()) written[s.parts[0]] = true;
         // A reduction's backward pass writes all of its input's rows: where another stage
         // wrote that gradient first (concatenate(reduce_mean, reduce_max)), into scratch, then added.
         if (s.prim == Prim::reduce && !s.dx_assign)
@@ -523,6 +575,10 @@ bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
         bool same = s.prim == t.prim && s.layer == t.layer && s.in == t.in && s.out == t.out && s.nI == t.nI &&
                     s.nO == t.nO && s.nP == t.nP && s.ops.size() == t.ops.size() && s.parts == t.parts &&
                     s.window == t.window && s.space == t.space && s.per == t.per;
+        // A seq stage's scratch follows the layer's other dims (an LSTM's depth): the same sizes too.
+        if (same && s.prim == Prim::seq)
+            for (const auto& [x, y] : {std::pair{s.sscratch, t.sscratch}, std::pair{s.strain, t.strain}})
+                same = same && a.bufs[x].per_row == b.bufs[y].per_row && a.bufs[x].fixed == b.bufs[y].fixed;
         for (std::size_t k = 0; same && k < s.ops.size(); ++k)
             same = s.ops[k].kind == t.ops[k].kind && s.ops[k].node == t.ops[k].node && s.ops[k].skip == t.ops[k].skip;
         if (!same) {

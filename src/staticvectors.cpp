@@ -40,6 +40,78 @@ void throw_negative_vector_id(const Node& layer, std::int64_t id, std::size_t ro
                 "tenon-E280");
 }
 
+// The plan's stage (staticvectors.hpp): the scratch holds each row's table row (uint32), V[ids]
+// (rows x nM, for dW) and the column mask (a flag and nO values); training adds dY masked.
+namespace {
+struct SvScratch {
+    std::uint32_t* idx;
+    float* V;
+    float* keep;
+};
+float* take(float*& p, std::size_t n) {
+    float* at = p;
+    p += (n + 15) / 16 * 16;  // each part 64-byte aligned
+    return at;
+}
+SvScratch sv_scratch(std::size_t rows, std::size_t nM, float* scratch) {
+    float* p = scratch;
+    SvScratch s;
+    s.idx = reinterpret_cast<std::uint32_t*>(take(p, rows));
+    s.V = take(p, rows * nM);
+    s.keep = p;
+    return s;
+}
+}  // namespace
+
+void static_vectors_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std::size_t& fixed) {
+    const std::size_t nO = layer->get_dim("nO"), nM = layer->get_dim("nM");
+    per_row = train ? nO : 1 + nM;
+    fixed = train ? 0 : nO + 1 + 48;
+}
+
+void static_vectors_stage_forward(Node& l, const Floats2d* T, const lowering::SeqCall& c) {
+    if (!T) throw_vectors_unset(l, "predict");
+    const std::size_t nV = T->shape(0), nM = l.get_dim("nM"), nO = l.get_dim("nO"), rows = c.rows;
+    if (T->shape(1) != nM) check_vectors(l, T, nM);  // (a file of another nM was loaded)
+    const auto column = static_cast<std::size_t>(l.attr_as<std::int64_t>("column"));
+    if (column >= c.cols && rows > 0)
+        throw ShapeError(l.name() + ": column " + std::to_string(column) + " holds the ids, but the input has " +
+                             std::to_string(c.cols) + " columns",
+                         "tenon-E194");
+    const SvScratch s = sv_scratch(rows, nM, c.scratch);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const std::int32_t id = c.ids[r * c.cols + column];
+        if (id < 0) throw_negative_vector_id(l, id, r);
+        s.idx[r] = static_cast<std::size_t>(id) < nV ? static_cast<std::uint32_t>(id) : 0u;
+    }
+    const Ops& ops = *c.ops;
+    ops.gather_add_rows(T->data(), nM, s.idx, rows, 1, s.V);
+    if (rows) ops.gemm(false, true, rows, nO, nM, 1.0f, s.V, nM, l.get_param("W").data, nM, 0.0f, c.y, nO);
+    s.keep[0] = 0.0f;
+    if (c.train) {
+        // The layer's column mask, drawn where the layer draws it (the stages run in model order).
+        const Floats1d m = column_dropout_mask(l, nO, true);
+        if (m.size()) {
+            s.keep[0] = 1.0f;
+            std::memcpy(s.keep + 1, m.data(), nO * sizeof(float));
+            apply_column_mask(c.y, rows, m);
+        }
+    }
+}
+
+void static_vectors_stage_backward(Node* l, const lowering::SeqCall& c) {
+    const std::size_t nM = l->get_dim("nM"), nO = l->get_dim("nO"), rows = c.rows;
+    const SvScratch s = sv_scratch(rows, nM, c.scratch);
+    const float* d = c.dy;
+    if (s.keep[0] != 0.0f) {  // dY through the mask, into the training scratch
+        float* m = c.train_scratch;
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t j = 0; j < nO; ++j) m[r * nO + j] = d[r * nO + j] * s.keep[1 + j];
+        d = m;
+    }
+    if (rows) c.ops->gemm(true, false, nO, nM, rows, 1.0f, d, nO, s.V, nM, 1.0f, l->get_grad("W").data, nM);
+}
+
 }  // namespace detail
 
 namespace {

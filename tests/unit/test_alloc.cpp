@@ -334,6 +334,37 @@ auto make_textcat() {
            with_array<Ragged>(Maxout<32>(maxout)) >> reduce_mean() >> residual(Relu<32>({.dropout = 0.1})) >>
            Softmax<6>();
 }
+// A BiLSTM tagger: the tables and mixer, a BiLSTM of depth 2 under with_padded (its tapes in
+// the plan's workspace), a softmax for every word.
+auto make_bilstm_tagger() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<32>(500, 8u, 0), HashEmbed<32>(200, 9u, 1))) >>
+           with_array<Ragged>(Maxout<32>(maxout)) >> ragged2list() >>
+           with_padded<List<Floats2d>>(BiLSTM<32>({.depth = 2, .dropout = 0.1})) >>
+           with_array<List<Floats2d>>(Softmax<17>());
+}
+// spaCy's tok2vec with static vectors: a hashed table and StaticVectors over the same ids,
+// mixed, a window encoder, a softmax for every word.
+auto make_static_vectors_tagger() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    auto table = std::make_shared<const Floats2d>(random_array(5000, 16, 13));
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(
+               concatenate(HashEmbed<32>(500, 8u, 0), StaticVectors<32, 16>(table, {.column = 1, .dropout = 0.1}))) >>
+           with_array<Ragged>(Maxout<32>(maxout)) >> ragged2list() >>
+           with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<32>(maxout)), 2), 1) >>
+           with_array<List<Floats2d>>(Softmax<17>());
+}
+// An attention text classifier: the tables and mixer, ParametricAttention over each
+// document's rows, their sum, a softmax per document.
+auto make_attention_textcat() {
+    const MaxoutOptions maxout{.nP = 3, .dropout = 0.1, .normalize = true};
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<32>(500, 8u, 0), HashEmbed<32>(200, 9u, 1))) >>
+           with_array<Ragged>(Maxout<32>(maxout)) >> ParametricAttention_v2<32>(Gelu<32>()) >> reduce_sum() >>
+           Softmax<6>();
+}
 List<Ints2d> random_docs(Rng& rng, std::size_t max_docs, std::size_t max_words, bool exact = false) {
     List<Ints2d> docs(exact ? max_docs : 1 + rng.below(max_docs));
     for (auto& doc : docs) {
@@ -437,6 +468,67 @@ TEST_CASE("a text classifier's steps at random document counts and lengths alloc
     Rng rng(10);
     model.initialize(random_docs(rng, 16, 30));
     sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("a BiLSTM tagger's steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences][lstm]") {
+    auto model = make_bilstm_tagger();
+    Rng rng(11);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("a tok2vec with StaticVectors: steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences][static_vectors]") {
+    auto model = make_static_vectors_tagger();
+    Rng rng(13);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("an attention text classifier's steps at random document counts and lengths allocate nothing after warm-up",
+          "[alloc][random][sequences][attention]") {
+    auto model = make_attention_textcat();
+    Rng rng(12);
+    model.initialize(random_docs(rng, 16, 30));
+    sequence_steps_allocate_nothing(model, rng);
+}
+
+TEST_CASE("a bag-of-words classifier's (SparseLinear, a layer stage) steps at random batch sizes allocate nothing after warm-up",
+          "[alloc][random][sparse]") {
+    auto model = SparseLinear<6>({.length = 1 << 12}) >> sigmoid_activation();
+    Rng rng(14);
+    auto batch = [&](std::size_t docs) {  // 1..20 features per document
+        Ints1d lengths({docs});
+        std::size_t n = 0;
+        for (auto& l : lengths) n += static_cast<std::size_t>(l = static_cast<std::int32_t>(1 + rng.below(20)));
+        Keys1d keys({n});
+        Floats1d values({n});
+        for (std::size_t i = 0; i < n; ++i) {
+            keys[i] = rng.next();
+            values[i] = 1.0f;
+        }
+        return SparseFeatures(std::move(keys), std::move(values), std::move(lengths));
+    };
+    model.initialize(batch(16), Floats2d({16, 6}));
+    Optimizer opt = Adam(0.001);
+    auto step = [&](const SparseFeatures& X) {
+        auto [P, backprop] = model.begin_update(X);
+        backprop(P);
+        model.finish_update(opt);
+        return model.predict(X)[0];
+    };
+    std::vector<SparseFeatures> batches;
+    for (int i = 0; i < 50; ++i) batches.push_back(batch(1 + rng.below(64)));
+    float sink = 0;
+    for (std::size_t n = 64; n >= 1; n /= 2) sink += step(batch(n));
+    for (int i = 0; i < 200; ++i) sink += step(batch(1 + rng.below(64)));
+    REQUIRE(model.uses_plan());
+    Count c;
+    for (const auto& X : batches) sink += step(X);
+    const long n = c.stop();
+    CHECK(n == 0);
+    CHECK(std::isfinite(sink));
 }
 
 TEST_CASE("the block cache holds a few times the arrays of the largest call, and hands them back", "[alloc][random]") {

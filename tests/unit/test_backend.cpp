@@ -567,9 +567,14 @@ TEST_CASE("backend: ParametricAttention runs on the model's ops", "[backend]") {
     const List<Floats2d> X{std::vector<Floats2d>{random_array(3, 4, 1), Floats2d({0, 4}), random_array(1, 4, 2),
                                                  random_array(5, 4, 3)}};
     model.initialize(X);
-    same_as_cpu(model, counting, X, 3);
-    for (Entry e : {e_gemm, e_softmax_seq, e_softmax_seq_backward, e_scale_rows, e_row_dots, e_copy_rows})
+    same_as_cpu(model, counting, X, 3);  // (the plan's: attention stages, the key transform's a branch)
+    for (Entry e : {e_gemm, e_softmax_seq, e_softmax_seq_backward, e_scale_rows, e_row_dots})
         CHECK(counting[e] > 0);
+    {
+        const LayersOnly layers;  // the layers' own path adds the key transform's gradient with copy_rows
+        same_as_cpu(model, counting, X, 3);
+        CHECK(counting[e_copy_rows] > 0);
+    }
     RefusingOps refusing;
     model.set_ops(refusing);
     CHECK_THROWS_WITH(model.predict(X), "refusing backend called");

@@ -306,3 +306,179 @@ TEST_CASE("sequence plan: reductions give one row per sequence, and the head run
         CHECK_THROWS_WITH(bp(random_array(F.size() + 1, 3, 1)), Contains("tenon-E111") && Contains("one row per sequence"));
     }
 }
+
+// ---- The layers added last: LSTM / BiLSTM (under with_padded, or between list2padded and
+// padded2list) and ParametricAttention (v1, and v2 with a key transform) are stages too.
+namespace {
+
+// A BiLSTM tagger (langid / spaCy style): a table, a Maxout mixer, a BiLSTM of depth 2 under
+// with_padded, a Softmax on every word.
+auto bilstm_tagger(double dropout, double lstm_dropout) {
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, dropout), Embed<6>(3000, 2))) >>
+           with_array<Ragged>(Maxout<10>({.nP = 2, .dropout = dropout, .normalize = true})) >> ragged2list() >>
+           with_padded<List<Floats2d>>(BiLSTM<16>({.depth = 2, .dropout = lstm_dropout})) >>
+           with_array<List<Floats2d>>(Softmax<5>());
+}
+// An attention text classifier (spaCy's TextCatAttention shape): tables, a mixer, attention
+// over each document's rows, their sum, a Softmax per document.
+auto attention_textcat(double dropout) {
+    return list2ragged<Ints2d>() >>
+           with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, dropout), Embed<6>(3000, 2))) >>
+           with_array<Ragged>(Maxout<10>({.nP = 2, .dropout = dropout, .normalize = true})) >>
+           ParametricAttention<10>() >> reduce_sum() >> Softmax<5>();
+}
+
+}  // namespace
+
+TEST_CASE("sequence plan: a BiLSTM under with_padded is a stage and equals its layers", "[seq_plan][lstm]") {
+    const List<Ints2d> X = docs(7, 1, 12, 21);
+    SECTION("the stages") {
+        auto model = bilstm_tagger(0.0, 0.0);
+        model.initialize(X);
+        auto plan = lower(model);
+        const std::string d = plan.describe();
+        CHECK_THAT(d, Contains("lstm 10->16 (over the sequences)"));
+        CHECK_THAT(d, !Contains("layer "));
+        CHECK_THAT(plan.describe(64), Contains("lstm scratch (training)"));
+    }
+    SECTION("training and predict, variable batch sizes and lengths (some empty)") {
+        auto model = bilstm_tagger(0.0, 0.0);
+        model.initialize(X);
+        std::vector<List<Ints2d>> batches{X, docs(3, 0, 5, 22), docs(12, 0, 25, 23), docs(1, 17, 17, 24)};
+        train_side_by_side(model, batches, 6);
+    }
+    SECTION("with dropout (the tables', Maxout's and the LSTM's weight mask draw as the layers do)") {
+        auto model = bilstm_tagger(0.2, 0.25);
+        model.initialize(X);
+        std::vector<List<Ints2d>> batches{X, docs(5, 2, 9, 25)};
+        train_side_by_side(model, batches, 4);
+    }
+}
+
+TEST_CASE("sequence plan: list2padded >> LSTM >> padded2list over float lists", "[seq_plan][lstm]") {
+    const List<Floats2d> X = floats_like(docs(6, 0, 9, 31), 5, 32);
+    auto model = list2padded() >> LSTM<6, 5>() >> padded2list() >> with_array<List<Floats2d>>(Relu<4>());
+    model.initialize(X);
+    CHECK_THAT(describe_plan(model), Contains("lstm 5->6"));
+    std::vector<List<Floats2d>> batches{X, floats_like(docs(9, 1, 14, 33), 5, 34)};
+    train_side_by_side(model, batches, 4);
+    // The lowered plan itself, without copying X, and params_only.
+    auto plan = lower(model);
+    auto [Y, bp] = plan.begin_update(X);
+    bp.params_only(grads_like(Y, 5));
+}
+
+TEST_CASE("sequence plan: ParametricAttention (v1, v2 with a key transform) is a stage and equals its layers",
+          "[seq_plan][attention]") {
+    const List<Ints2d> X = docs(8, 1, 10, 41);
+    std::vector<List<Ints2d>> batches{X, docs(3, 1, 6, 42), docs(11, 1, 20, 43)};
+    SECTION("v1 in a text classifier") {
+        auto model = attention_textcat(0.0);
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("attention 10->10 (over the sequences)"));
+        CHECK_THAT(d, !Contains("layer "));
+        train_side_by_side(model, batches, 5);
+    }
+    SECTION("with dropout") {
+        auto model = attention_textcat(0.2);
+        model.initialize(X);
+        train_side_by_side(model, batches, 3);
+    }
+    SECTION("v2 with a Gelu key transform: a branch of stages, its keys' gradient") {
+        auto model = list2ragged<Ints2d>() >> with_array<BasicRagged<Ints2d>>(HashEmbed<8>(300, 3u, 0, 0.0)) >>
+                     ParametricAttention_v2<8>(Gelu<8>()) >> reduce_mean() >> Softmax<3>();
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("gemm 8->8 | bias, gelu"));
+        CHECK_THAT(d, Contains("attention 8->8 (over the sequences, keys x2)"));
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("over float sequences: the input's gradient through the attention and the key transform") {
+        const List<Floats2d> F = floats_like(X, 6, 44);
+        auto model = list2ragged() >> ParametricAttention_v2<6>(Relu<6>()) >> ragged2list();
+        model.initialize(F);
+        std::vector<List<Floats2d>> fb{F, floats_like(docs(4, 1, 7, 45), 6, 46)};
+        train_side_by_side(model, fb, 3);
+    }
+}
+
+TEST_CASE("sequence plan: an LSTM or attention model's plan is remade after initialize / set_param / load",
+          "[seq_plan][lstm]") {
+    const List<Ints2d> X = docs(5, 1, 8, 51);
+    auto model = bilstm_tagger(0.0, 0.0);
+    model.initialize(X);
+    auto held = lower(model);
+    const List<Floats2d> P0 = model.predict(X);
+    REQUIRE(model.uses_plan());
+    // New values of the same shapes (set_param, a loaded file): the plan stays and reads them.
+    auto other = bilstm_tagger(0.0, 0.0);
+    other.initialize(X);
+    {
+        const LayersOnly layers;  // (one step of training: other values)
+        auto [Y, bp] = other.begin_update(X);
+        bp(grads_like(Y, 7));
+        Optimizer opt = Adam(0.05);
+        other.finish_update(opt);
+    }
+    model.from_bytes(other.to_bytes());
+    const List<Floats2d> P1 = model.predict(X);
+    REQUIRE(model.uses_plan());
+    List<Floats2d> Q1;
+    {
+        const LayersOnly layers;
+        Q1 = model.predict(X);
+    }
+    CHECK(max_diff(P1, Q1) <= 1e-6);
+    CHECK(max_diff(P0, P1) > 1e-4);
+    CHECK(max_diff(all_params(model), all_params(other)) == 0.0);
+    CHECK(max_diff(held.predict(X), Q1) <= 1e-6);
+    // Another depth (the same widths, other tapes): the model's calls make a new plan, the
+    // held one refuses.
+    auto deeper = list2ragged<Ints2d>() >>
+                  with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, 0.0), Embed<6>(3000, 2))) >>
+                  with_array<Ragged>(Maxout<10>({.nP = 2, .normalize = true})) >> ragged2list() >>
+                  with_padded<List<Floats2d>>(BiLSTM<16>({.depth = 3})) >> with_array<List<Floats2d>>(Softmax<5>());
+    deeper.initialize(X);
+    model = deeper;
+    const List<Floats2d> P2 = model.predict(X);
+    REQUIRE(model.uses_plan());
+    List<Floats2d> Q2;
+    {
+        const LayersOnly layers;
+        Q2 = model.predict(X);
+    }
+    CHECK(max_diff(P2, Q2) <= 1e-6);
+    CHECK_THROWS_WITH(held.predict(X), Contains("tenon-E172") && Contains("lower(model) again"));
+}
+
+TEST_CASE("sequence plan: StaticVectors over the ids is a stage and equals its layers", "[seq_plan][static_vectors]") {
+    const List<Ints2d> X = docs(7, 1, 12, 61);
+    auto table = std::make_shared<const Floats2d>(random_array(2000, 6, 62));  // ids >= 2000 read row 0
+    auto make = [&](double dropout) {
+        return list2ragged<Ints2d>() >>
+               with_array<BasicRagged<Ints2d>>(concatenate(
+                   HashEmbed<12>(400, 3u, 0, dropout), StaticVectors<10, 6>(table, {.column = 1, .dropout = dropout}))) >>
+               with_array<Ragged>(Maxout<8>({.nP = 2, .dropout = dropout, .normalize = true})) >> ragged2list() >>
+               with_array<List<Floats2d>>(Softmax<4>());
+    };
+    std::vector<List<Ints2d>> batches{X, docs(3, 0, 5, 63), docs(12, 0, 20, 64)};
+    SECTION("the stages") {
+        auto model = make(0.0);
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("static_vectors ids->10 (over the sequences)"));
+        CHECK_THAT(d, !Contains("layer "));
+    }
+    SECTION("training and predict") {
+        auto model = make(0.0);
+        model.initialize(X);
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("with dropout (the column masks draw as the layers do)") {
+        auto model = make(0.3);
+        model.initialize(X);
+        train_side_by_side(model, batches, 4);
+    }
+}

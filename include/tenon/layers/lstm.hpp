@@ -21,8 +21,10 @@
 //
 // The work is width-independent and compiled once (src/lstm.cpp): the input's rows, step by
 // step, through the layer's backend (a product per direction over all rows, a product and
-// Ops::lstm_cell_forward per step; fn::lstm_cell_one is the math). The plan has no stage for it
-// yet: a model with an LSTM runs its layers (lower() is tenon-E054). Errors: tenon-E285 (nO
+// Ops::lstm_cell_forward per step; fn::lstm_cell_one is the math). In a plan (a sequence model
+// with it under with_padded, or between list2padded and padded2list) it is a "seq" stage: the
+// same functions over the sequences' rows, its tapes carved from the plan's workspace, so a
+// warm call allocates nothing (docs/lowering.md, "Sequence models"). Errors: tenon-E285 (nO
 // not a multiple of the directions, depth 0), tenon-E286 (an "LSTM" parameter of the wrong
 // size), tenon-E101 (input width), tenon-E111 (gradient shape).
 #pragma once
@@ -31,6 +33,7 @@
 #include <utility>
 
 #include "tenon/init/init.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/types/padded.hpp"
 
@@ -72,6 +75,11 @@ void lstm_fill(const LstmDims& d, float* W, const Init& init_W, const Init& init
 // parameters' gradients (gW: P values, gHC0) and returns dX.
 Padded lstm_forward(const LstmRun& r, const Padded& X, bool is_train, std::shared_ptr<LstmTape>* tape);
 Padded lstm_backward(const LstmRun& r, float* gW, float* gHC0, const LstmTape& tape, const Padded& dY);
+// The plan's stage over the sequences' rows (lowered_as below): the same work, every array
+// in the workspace.
+void lstm_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std::size_t& fixed);
+void lstm_stage_forward(Node* layer, const lowering::SeqCall& c);
+void lstm_stage_backward(Node* layer, const lowering::SeqCall& c);
 }  // namespace detail
 
 template <std::size_t NO = dyn, std::size_t NI = dyn>
@@ -84,6 +92,10 @@ class LSTM : public Layer<LSTM<NO, NI>, Padded, Padded> {
 public:
     static constexpr std::size_t static_nO = NO;
     static constexpr std::size_t static_nI = NI;
+    // lower(): a stage over the sequences' rows (under with_padded, or between list2padded
+    // and padded2list), its tapes in the plan's workspace.
+    static constexpr lowering::SeqLayerStage lowered_as{"lstm", &detail::lstm_stage_scratch,
+                                                        &detail::lstm_stage_forward, &detail::lstm_stage_backward};
 
     LSTM() : LSTM(LSTMOptions{}) {}
     explicit LSTM(LSTMOptions o, std::size_t nO = dyn, std::size_t nI = dyn)

@@ -10,9 +10,9 @@
 // nI (= nO, so that chains pass a width through it). The key transform is a child model
 // (walked, saved and trained with the attention); it must map Floats2d of width nO to
 // Floats2d of width nO: a compile error where the types say otherwise (tenon-E270, E271),
-// tenon-E272 where the widths are known only at run time. A plan runs a model holding it
-// through its layers (it is not a stage the plan places). Errors: docs/diagnostics.md,
-// "ParametricAttention".
+// tenon-E272 where the widths are known only at run time. In a plan it is a "seq" stage over
+// the sequences' rows, its weights in the workspace (the key transform's stages are a branch
+// before it). Errors: docs/diagnostics.md, "ParametricAttention".
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/failed_model.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
@@ -92,9 +93,15 @@ void attention_forward(const Ops& ops, const float* X, const float* K, const flo
                        std::size_t nseg, std::size_t rows, std::size_t n, float* a, float* Y);
 // dX (rows x n) = dY * a (+ d_a Q^T when dK is null: the keys are X); dQ += K^T d_a; dK (when
 // not null) = d_a Q^T, for the key transform's backprop to add to dX.
+// d_a: scratch of `rows` floats (null: made here); dx_add: add to dX instead of writing it.
 void attention_backward(const Ops& ops, const float* dY, const float* X, const float* K, const float* Q,
                         const float* a, const std::int32_t* lengths, std::size_t nseg, std::size_t rows,
-                        std::size_t n, float* dX, float* dQ, float* dK);
+                        std::size_t n, float* dX, float* dQ, float* dK, float* d_a = nullptr, bool dx_add = false);
+// The plan's stage (lowered_as below): the same functions over the sequences' rows, the
+// weights a and d_a in the workspace.
+void attention_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std::size_t& fixed);
+void attention_stage_forward(Node* layer, const lowering::SeqCall& c);
+void attention_stage_backward(Node* layer, const lowering::SeqCall& c);
 // tenon-E272: the key transform's widths (at initialize) are not nO, or its output (at a
 // call) is not one row of nO values per input row.
 void check_attention_key_dims(const Node& layer, const Node& key, std::size_t n);
@@ -139,6 +146,11 @@ public:
     static constexpr std::size_t static_nO = attention_width<NO, KeyT>();
     static constexpr std::size_t static_nI = static_nO;
     static constexpr bool nO_is_nI = true;
+    // lower(): a stage over the sequences' rows; a key transform's stages are a branch from
+    // the same rows (lowered_as.hpp).
+    static constexpr lowering::SeqLayerStage lowered_as{"attention", &attention_stage_scratch,
+                                                        &attention_stage_forward, &attention_stage_backward};
+    static constexpr bool plan_keys = has_key_transform;
 
     struct Backprop {
         Derived* layer = nullptr;

@@ -11,6 +11,8 @@
 // the options or Y. No table at initialize / predict: tenon-E278. A model file holds W and the
 // dims, not the table (Thinc: the vectors are unserializable): after from_bytes / from_disk into
 // a model made without one, set_vectors the same table again. Errors: tenon-E278 ... E281.
+// In a sequence model over Ints2d ids it is a plan stage (V[ids] and the mask in the
+// workspace); as a model's first layer on other ids, a "layer" stage (docs/lowering.md).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +24,7 @@
 
 #include "tenon/init/init.hpp"
 #include "tenon/layers/detail/embed_ids.hpp"
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
@@ -43,6 +46,12 @@ namespace detail {
 void check_vectors(const Node& layer, const Floats2d* V, std::size_t nM);
 [[noreturn]] void throw_vectors_unset(const Node& layer, const char* call);
 [[noreturn]] void throw_negative_vector_id(const Node& layer, std::int64_t id, std::size_t row);
+// The plan's stage over a sequence model's ids (lowered_as below): the same lookup, product
+// and column mask as the layer's, V[ids] and the mask kept in the workspace. V: the table (null:
+// unset, tenon-E278).
+void static_vectors_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std::size_t& fixed);
+void static_vectors_stage_forward(Node& layer, const Floats2d* V, const lowering::SeqCall& c);
+void static_vectors_stage_backward(Node* layer, const lowering::SeqCall& c);
 }  // namespace detail
 
 template <std::size_t NO = dyn, std::size_t NM = dyn, class In = Ints2d>
@@ -75,6 +84,13 @@ public:
     // The table (nullptr while unset). Setting one checks it against nM when nM is known
     // (tenon-E279) and fixes nM when not; the table must have rows (tenon-E281).
     const std::shared_ptr<const Floats2d>& vectors() const noexcept { return vectors_; }
+
+    // lower(): in a sequence model over Ints2d ids, a stage that reads them (lowered_as.hpp).
+    static void stage_forward(Node* l, const lowering::SeqCall& c) {
+        detail::static_vectors_stage_forward(*l, static_cast<StaticVectors*>(l)->vectors_.get(), c);
+    }
+    static constexpr lowering::SeqLayerStage lowered_as{"static_vectors", &detail::static_vectors_stage_scratch,
+                                                        &stage_forward, &detail::static_vectors_stage_backward, true};
     void set_vectors(std::shared_ptr<const Floats2d> vectors) {
         detail::check_vectors(*this, vectors.get(), this->dim(1));
         if (this->dim(1) == dyn) this->set_dim("nM", vectors->shape(1));

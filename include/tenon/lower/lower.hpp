@@ -59,6 +59,22 @@ template <class... Ls>
 struct all_fully_fused<std::tuple<Ls...>> {
     static constexpr bool value = (fully_fused<Ls>::value && ...);
 };
+// A seq stage that reads the plan's ids (StaticVectors).
+template <class L>
+constexpr bool reads_ids() {
+    if constexpr (lowered_as_a<L, SeqLayerStage>) return L::lowered_as.reads_ids;
+    else return false;
+}
+// A seq stage's key transform (ParametricAttention_v2's), where it has one: walked as a branch.
+template <class L>
+constexpr bool has_keys() {
+    if constexpr (requires { L::plan_keys; }) return L::plan_keys;
+    else return false;
+}
+template <class L>
+constexpr bool key_fused();
+template <class L>
+constexpr bool key_plannable();
 template <class L>
 struct fully_fused {
     static constexpr bool value = [] {
@@ -66,6 +82,8 @@ struct fully_fused {
                       lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage> ||
                       lowered_as_a<L, ReduceStage>)
             return true;
+        else if constexpr (lowered_as_a<L, SeqLayerStage>)
+            return key_fused<L>();
         else if constexpr (lowered_as_a<L, OnRows> || is_residual<L>)
             return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().layer())>>::value;
         else if constexpr (lowered_as_a<L, ConcatBranches>)
@@ -79,6 +97,11 @@ template <class... Ls>
 struct fully_fused<Chain<Ls...>> {
     static constexpr bool value = (fully_fused<Ls>::value && ...);
 };
+template <class L>
+constexpr bool key_fused() {
+    if constexpr (has_keys<L>()) return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().key_transform())>>::value;
+    else return true;
+}
 
 // A layer the plan does not fuse, behind plain function pointers. XV: the view it takes.
 template <class L, class XV>
@@ -127,8 +150,8 @@ template <class L>
 void add_layer(Builder& B, L& layer, void* slot) {
     static_assert(std::is_same_v<typename L::Out, Floats2d>,
                   "[tenon-E054] lower(model): the plan has no stage for a layer of this model (one that outputs "
-                  "another type than Floats2d where the plan needs rows: an LSTM on Padded, ParametricAttention on "
-                  "Ragged, ...); call the model's own predict / begin_update, which run its layers");
+                  "another type than Floats2d where the plan needs rows, e.g. with_array over a Padded); call "
+                  "the model's own predict / begin_update, which run its layers");
     if (!slot) refuse(layer, "a layer the plan does not fuse, inside clone()");
     constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
     if (head && (B.cur != 0 || B.p.seq))
@@ -157,7 +180,8 @@ void add(Builder& B, L& layer, void* slot) {
         }
     }
     if (B.p.bounds[B.cur].ints && !lowered_as_a<L, TableStage> && !lowered_as_a<L, SameRows> &&
-        !lowered_as_a<L, ConcatBranches> && !lowered_as_a<L, OnRows> && !chain_walk<L>::is_chain)
+        !lowered_as_a<L, ConcatBranches> && !lowered_as_a<L, OnRows> && !chain_walk<L>::is_chain &&
+        !reads_ids<L>())
         refuse(layer, "only an embedding table may read the ids");
     if constexpr (chain_walk<L>::is_chain) {
         chain_walk<L>::run(B, layer, slot);
@@ -248,12 +272,38 @@ void add(Builder& B, L& layer, void* slot) {
         s.red = L::kind;
         if constexpr (L::nonempty) s.why = L::why_nonempty;
         s.space = B.p.bounds[s.out].space = sp;
+    } else if constexpr (lowered_as_a<L, SeqLayerStage>) {
+        // A layer over the input's sequences (LSTM, ParametricAttention): its own code, its
+        // scratch in the workspace; a key transform is a branch from the same boundary.
+        constexpr bool ids = L::lowered_as.reads_ids;
+        if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints != ids)
+            refuse(layer, ids ? "a layer of ids that are not the plan's input"
+                              : "a layer over sequences on other rows than the input's sequences");
+        if constexpr (ids && !std::is_same_v<typename L::In, Ints2d>) refuse(layer, "ids of another type than Ints2d");
+        const std::size_t b_in = B.cur, nO = layer.get_dim("nO");
+        const std::size_t nI = ids ? B.width() : layer.get_dim("nI");
+        if (!ids) B.expect_width(layer, nI);
+        std::size_t keys = npos;
+        if constexpr (has_keys<L>()) {
+            B.pinned = true;
+            add(B, layer.key_transform(), slot ? &static_cast<typename L::Backprop*>(slot)->key_bp : nullptr);
+            if (B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints || B.width() != nI)
+                refuse(layer, "its key transform does not give one key of width nI per row");
+            keys = B.cur;
+            B.cur = b_in;
+        }
+        Stage& s = B.open(Prim::seq, nI, nO);
+        s.layer = &layer;
+        s.name = L::lowered_as.name;
+        s.seq = &L::lowered_as;
+        if (keys != npos && keys != b_in) s.parts = {keys};  // (a key transform of no stage: the keys are X)
     } else if constexpr (lowered_as_a<L, OnRows>) {
         if constexpr (!L::plan_rows) {
             refuse(layer, "a Padded input (the plan takes lists and ragged arrays)");
         } else {
             void* inner = slot ? &static_cast<typename L::Backprop*>(slot)->inner : nullptr;
-            const std::size_t pad = L::plan_pads ? layer.pad() : 0;
+            std::size_t pad = 0;
+            if constexpr (L::plan_pads) pad = layer.pad();
             if (pad == 0) {
                 add(B, layer.layer(), inner);
             } else {
@@ -345,6 +395,8 @@ struct plannable {
         if constexpr (lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage> ||
                       lowered_as_a<L, ReduceStage>)
             return true;
+        else if constexpr (lowered_as_a<L, SeqLayerStage>)
+            return key_plannable<L>();
         else if constexpr (lowered_as_a<L, OnRows>)
             return L::plan_rows && plannable<std::remove_cvref_t<decltype(std::declval<L&>().layer())>>::value;
         else if constexpr (lowered_as_a<L, ConcatBranches>)
@@ -362,6 +414,11 @@ template <class L>
 struct plannable<Residual<L>> {
     static constexpr bool value = plannable<L>::value;
 };
+template <class L>
+constexpr bool key_plannable() {
+    if constexpr (has_keys<L>()) return plannable<std::remove_cvref_t<decltype(std::declval<L&>().key_transform())>>::value;
+    else return true;
+}
 
 // The sequence types a plan takes and gives: a list of arrays, or a ragged array (rows of
 // every sequence back to back), over floats or (input only) int32 ids.

@@ -5,9 +5,15 @@
 // "layer" stage that runs its own predict / forward. This header is light on purpose: every
 // layer header includes it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "tenon/backend/functors.hpp"
+
+namespace tenon {
+class Node;
+class Ops;
+}  // namespace tenon
 
 namespace tenon::lowering {
 
@@ -55,5 +61,38 @@ struct CloneCopies {};
 // one row per sequence (the plan's "docs" space); the layer's `kind` (fn::segment_reduce_one)
 // says what it computes, its `nonempty` / `why_nonempty` when a sequence needs a row.
 struct ReduceStage {};
+
+// A layer over the input's sequences whose work is its own non-template code (src/*.cpp),
+// run by the plan with every buffer it needs carved from the workspace (LSTM on the
+// sequences' rows under with_padded, ParametricAttention): a "seq" stage. The rows are the
+// plan's input rows (every sequence's, back to back, in the input's order); `lengths` the
+// input's sequences.
+struct SeqCall {
+    const Ops* ops = nullptr;
+    const std::int32_t* lengths = nullptr;
+    std::size_t nseg = 0, rows = 0;
+    bool train = false;
+    const float* x = nullptr;   // rows x nI
+    const float* k = nullptr;   // the keys (rows x nI) where the layer reads a second input
+    float* y = nullptr;         // rows x nO (forward)
+    const float* dy = nullptr;  // rows x nO (backward)
+    float* dx = nullptr;        // rows x nI (backward; null: not wanted)
+    bool dx_add = false;        // add to dx (another stage wrote it first), else assign
+    float* dk = nullptr;        // the keys' gradient (assigned)
+    float* scratch = nullptr;   // scratch(rows, false) floats, kept from forward to backward
+    float* train_scratch = nullptr;  // training: the rest of scratch(rows, true), same lifetime
+    const std::int32_t* ids = nullptr;  // a layer that reads the plan's ids (reads_ids): rows x cols
+    std::size_t cols = 0;
+};
+struct SeqLayerStage {
+    const char* name;
+    // The floats a call of `rows` rows needs: per_row * r + fixed (r: rows rounded up to 16),
+    // for predict (train false) and for a training forward + backward (train true: in addition).
+    void (*scratch)(const Node* layer, bool train, std::size_t& per_row, std::size_t& fixed);
+    void (*forward)(Node* layer, const SeqCall& c);
+    // Adds to the layer's gradients, writes dx (and dk); reads what forward left in the scratch.
+    void (*backward)(Node* layer, const SeqCall& c);
+    bool reads_ids = false;  // its input is the plan's ids (Ints2d: StaticVectors), not floats
+};
 
 }  // namespace tenon::lowering

@@ -38,8 +38,10 @@ inline constexpr std::size_t row_pass_split_work = 8192;
 // (docs/lowering.md, "Sequence models"): table (an embedding table's gather: Embed,
 // HashEmbed), window (expand_window's seq2col), concat (concatenate's columns), pad / unpad
 // (with_array's zero rows between the sequences, Thinc's flatten / unflatten with pad), reduce
-// (a reduction over each sequence's rows: one row per sequence).
-enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, concat, pad, unpad, reduce };
+// (a reduction over each sequence's rows: one row per sequence), seq (a layer over the
+// sequences' rows that runs its own code with its scratch in the workspace: LSTM,
+// ParametricAttention; lowered_as.hpp's SeqLayerStage).
+enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, concat, pad, unpad, reduce, seq };
 
 // The row spaces of a plan: each boundary's rows are those of one space. Space 0 is the
 // input's rows (a batch, or every sequence's rows back to back); a padded space is space 0's
@@ -110,6 +112,8 @@ struct Stage {
     Reduce red = Reduce::sum;          // reduce: what (fn::segment_reduce_one); `which` holds max's rows
     const char* why = nullptr;         // reduce: why a sequence needs a row (first, last, max), else null
     std::size_t rscratch = npos;       // reduce: the input's gradient when another stage wrote it first
+    const SeqLayerStage* seq = nullptr;  // seq: the layer's functions (parts: its keys' boundary, if any)
+    std::size_t sscratch = npos, strain = npos;  // seq: its scratch (predict and training) and training's rest
 };
 
 struct Boundary {

@@ -14,6 +14,8 @@ class List2Padded : public detail::xfer::Transfer<List2Padded<A>, List<A>, Basic
 
 public:
     List2Padded() : Base("list2padded") {}
+    // lower(): the same rows (a stage over Padded, an LSTM's, orders them itself), no stage.
+    static constexpr lowering::SameRows lowered_as{};
 
     struct Backprop {
         detail::xfer::PaddedLayout layout;

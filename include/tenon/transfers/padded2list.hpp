@@ -14,6 +14,8 @@ class Padded2List : public detail::xfer::Transfer<Padded2List<A>, BasicPadded<de
 
 public:
     Padded2List() : Base("padded2list") {}
+    // lower(): the same rows (a stage over Padded, an LSTM's, orders them itself), no stage.
+    static constexpr lowering::SameRows lowered_as{};
 
     struct Backprop {
         detail::xfer::PaddedLayout layout;

@@ -121,6 +121,12 @@ public:
         this->sync_dims();  // the layer's widths (options), for the models around this one
     }
 
+    // lower(): over a list or a ragged array, the layer's stages on the sequences' rows (an
+    // LSTM's stage orders them as the Padded would); a Padded or an array input keeps the layers.
+    static constexpr lowering::OnRows lowered_as{};
+    static constexpr bool plan_rows = mode == detail::xfer::padded_mode::ragged || mode == detail::xfer::padded_mode::list;
+    static constexpr bool plan_pads = false;
+
     struct Backprop {
         typename L::Backprop inner;
         const WithPadded* model = nullptr;
