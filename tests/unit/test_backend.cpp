@@ -281,12 +281,20 @@ public:
     std::size_t count_nonfinite(const float*, std::size_t) const override { no(); }
 };
 
-// Two training steps and a predict of `a` (on `ops`) and of its copy `b` (on the CPU), from
-// the same weights and seeds: every output, dX and weight must be the same bits.
-template <class M, class In>
-void same_as_cpu(M& a, const Ops& ops, const In& X, std::size_t nO) {
+// Two training steps and a predict of `a` (on its backend) and of its copy (on the CPU's),
+// from the same weights and seeds: every output, dX and weight compared with `eq`.
+bool close(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(std::fabs(a[i] - b[i]) <= 1e-5f * (1.0f + std::fabs(b[i])))) return false;
+    return true;
+}
+bool close(const Floats2d& a, const Floats2d& b) {
+    return a.shape() == b.shape() && close(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end()));
+}
+template <class M, class In, class Eq>
+void against_cpu(M& a, const In& X, std::size_t nO, Eq eq) {
     M b = a;
-    a.set_ops(ops);
     b.set_ops(cpu_ops());
     Optimizer oa = Adam(0.01), ob = Adam(0.01);
     for (int step = 0; step < 2; ++step) {
@@ -297,13 +305,29 @@ void same_as_cpu(M& a, const Ops& ops, const In& X, std::size_t nO) {
         fix_random_seed(90 + step);
         auto [Yb, bpb] = b.begin_update(X);
         const auto dXb = bpb(dY);
-        CHECK(same(Ya, Yb));
-        if constexpr (std::is_same_v<std::decay_t<decltype(dXa)>, Floats2d>) CHECK(same(dXa, dXb));
+        CHECK(eq(Ya, Yb));
+        if constexpr (std::is_same_v<std::decay_t<decltype(dXa)>, Floats2d>) CHECK(eq(dXa, dXb));
         a.finish_update(oa);
         b.finish_update(ob);
-        CHECK(all_params(a) == all_params(b));
+        const auto pa = all_params(a), pb = all_params(b);
+        REQUIRE(pa.size() == pb.size());
+        for (std::size_t i = 0; i < pa.size(); ++i) CHECK(eq(pa[i], pb[i]));
     }
-    CHECK(same(a.predict(X), b.predict(X)));
+    CHECK(eq(a.predict(X), b.predict(X)));
+}
+// The same bits on `ops` as on the CPU.
+template <class M, class In>
+void same_as_cpu(M& a, const Ops& ops, const In& X, std::size_t nO) {
+    a.set_ops(ops);
+    against_cpu(a, X, nO, [](const auto& x, const auto& y) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Floats2d>) return same(x, y);
+        else return x == y;
+    });
+}
+// Within 1e-5 (`a` stays on its backend, the run's).
+template <class M, class In>
+void close_to_cpu(M& a, const In& X, std::size_t nO) {
+    against_cpu(a, X, nO, [](const auto& x, const auto& y) { return close(x, y); });
 }
 
 }  // namespace
@@ -412,41 +436,6 @@ TEST_CASE("backend: set_current_ops gives new models their backend", "[backend]"
     set_current_ops(run);
 }
 
-namespace {
-bool close(const std::vector<float>& a, const std::vector<float>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (!(std::fabs(a[i] - b[i]) <= 1e-5f * (1.0f + std::fabs(b[i])))) return false;
-    return true;
-}
-bool close(const Floats2d& a, const Floats2d& b) {
-    return a.shape() == b.shape() && close(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end()));
-}
-// As same_as_cpu, within 1e-5: `a` stays on its backend (the run's), its copy runs on the CPU's.
-template <class M, class In>
-void close_to_cpu(M& a, const In& X, std::size_t nO) {
-    M b = a;
-    b.set_ops(cpu_ops());
-    Optimizer oa = Adam(0.01), ob = Adam(0.01);
-    for (int step = 0; step < 2; ++step) {
-        const Floats2d dY = random_array(a.predict(X).shape(0), nO, 40 + step);
-        fix_random_seed(90 + step);
-        auto [Ya, bpa] = a.begin_update(X);
-        const auto dXa = bpa(dY);
-        fix_random_seed(90 + step);
-        auto [Yb, bpb] = b.begin_update(X);
-        const auto dXb = bpb(dY);
-        CHECK(close(Ya, Yb));
-        if constexpr (std::is_same_v<std::decay_t<decltype(dXa)>, Floats2d>) CHECK(close(dXa, dXb));
-        a.finish_update(oa);
-        b.finish_update(ob);
-        const auto pa = all_params(a), pb = all_params(b);
-        REQUIRE(pa.size() == pb.size());
-        for (std::size_t i = 0; i < pa.size(); ++i) CHECK(close(pa[i], pb[i]));
-    }
-    CHECK(close(a.predict(X), b.predict(X)));
-}
-}  // namespace
 
 // The run's backend is the one TENON_TEST_OPS names (the suite runs again on the device backend
 // compiled as host code: name@device-host), and its models compute what the CPU's do, within
