@@ -217,3 +217,20 @@ def run_figures(args, system, threads, log, train_epoch, new_model, accuracy, pr
             emit("latency_b1_p50", system, p50, "us", threads=threads, n=args.latency_n)
         if "latency_b1_p99" in figs:
             emit("latency_b1_p99", system, p99, "us", threads=threads, n=args.latency_n)
+
+
+# The splitmix64 stream the benchmarks draw their synthetic data from (bench/bench_common.hpp's
+# SplitMix64 is the C++ side: the same numbers).
+M64 = (1 << 64) - 1
+
+
+class SplitMix64:
+    def __init__(self, seed):
+        self.state = seed & M64
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & M64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+        return z ^ (z >> 31)

@@ -36,19 +36,9 @@ import numpy as np  # noqa: E402
 SEED = 20261203
 BATCHES, BATCH, MIN_LEN, MAX_LEN, WIDTH = 8, 32, 10, 40, 128
 CONFIGS = [("lstm_d1", False, 1), ("lstm_d2", False, 2), ("bilstm_d1", True, 1), ("bilstm_d2", True, 2)]
-M64 = (1 << 64) - 1
 
 
-class SplitMix64:
-    def __init__(self, seed):
-        self.state = seed
-
-    def next(self):
-        self.state = (self.state + 0x9E3779B97F4A7C15) & M64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-        return z ^ (z >> 31)
+SplitMix64 = common.SplitMix64
 
 
 def generate():

@@ -12,6 +12,8 @@
 //    the optimizer step of a training step apart, on stderr.)
 // The output gradient is dY = Y / 32 (the gradient of sum(Y^2) / 64; the same on every side).
 #include <tenon/tenon.hpp>
+
+#include "bench_common.hpp"
 #include <tenon/backend/cpu/threads.hpp>
 #include <tenon/types/sequences.hpp>
 
@@ -24,23 +26,12 @@
 #include <vector>
 
 using namespace tenon;
-using Clock = std::chrono::steady_clock;
+using namespace tenon::bench;
 
 namespace {
 constexpr std::uint64_t kSeed = 20261203;
 constexpr std::size_t kBatches = 8, kBatch = 32, kMinLen = 10, kMaxLen = 40, kWidth = 128;
 constexpr int kDefaultPasses = 7;
-
-struct SplitMix64 {
-    std::uint64_t state;
-    std::uint64_t next() {
-        state += 0x9E3779B97F4A7C15ull;
-        std::uint64_t z = state;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-};
 
 // bench/lstm_anchors.py's generator: sequence s's length is 10 + r % 31; the values, over the
 // sequences' rows concatenated (flat index k), are ((k * 2654435761) mod 2^32) / 2^31 - 1.
@@ -77,19 +68,6 @@ struct Config {
 };
 constexpr Config kConfigs[] = {{"lstm_d1", false, 1}, {"lstm_d2", false, 2}, {"bilstm_d1", true, 1}, {"bilstm_d2", true, 2}};
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-void emit(const std::string& figure, double value, const char* unit) {
-    std::printf("{\"figure\": \"%s\", \"system\": \"tenon\", \"value\": %.6g, \"unit\": \"%s\"}\n", figure.c_str(), value,
-                unit);
-    std::fflush(stdout);
-}
-
 Padded gradient(const Padded& Y) {
     Floats3d d = Y.data();
     for (float& v : d) v *= 1.0f / static_cast<float>(kBatch);
@@ -106,7 +84,7 @@ int main(int argc, char** argv) {
         const std::string a = argv[i];
         if (a == "--threads" && i + 1 < argc) threads = static_cast<std::size_t>(std::atol(argv[++i]));
         else if (a == "--passes" && i + 1 < argc) passes = std::max(1, std::atoi(argv[++i]));
-        else if (a == "--configs" && i + 1 < argc) only = "," + std::string(argv[++i]) + ",";
+        else if (a == "--configs" && i + 1 < argc) only = std::string(",").append(argv[++i]).append(",");  // (not "," + ...: GCC 12's -Wrestrict false positive)
         else if (a == "--check") check = true;
         else if (a == "--split") split = true;
         else {

@@ -11,6 +11,8 @@
 //   sparselinear_bench [--threads N] [--check]   (--threads 0: every core; default 1)
 // The loss gradient is dY = Y - onehot(label) / batch (both sides the same).
 #include <tenon/tenon.hpp>
+
+#include "bench_common.hpp"
 #include <tenon/backend/cpu/threads.hpp>
 
 #include <algorithm>
@@ -22,24 +24,13 @@
 #include <vector>
 
 using namespace tenon;
-using Clock = std::chrono::steady_clock;
+using namespace tenon::bench;
 
 namespace {
 constexpr std::uint64_t kSeed = 20261127;
 constexpr std::size_t kDocs = 2000, kClasses = 4, kLength = std::size_t{1} << 18, kVocab = 200000;
 constexpr std::size_t kPredictBatch = 256, kTrainBatch = 64;
 constexpr int kPasses = 10;
-
-struct SplitMix64 {
-    std::uint64_t state;
-    std::uint64_t next() {
-        state += 0x9E3779B97F4A7C15ull;
-        std::uint64_t z = state;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-};
 
 // bench/sparselinear_thinc.py's generator: a document's length is 20 + r % 181 features, each
 // key (r % kVocab) * 0x9E3779B97F4A7C15 (mod 2^64), its label the first key's % 4.
@@ -62,13 +53,6 @@ Corpus generate() {
         c.docs.push_back(std::move(keys));
     }
     return c;
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-void emit(const char* figure, double value, const char* unit) {
-    std::printf("{\"figure\": \"%s\", \"system\": \"tenon\", \"value\": %.6g, \"unit\": \"%s\"}\n", figure, value, unit);
-    std::fflush(stdout);
 }
 
 std::vector<SparseFeatures> batches(const Corpus& c, std::size_t size) {

@@ -9,6 +9,7 @@ sparselinear_update_dps (begin_update + backprop, 64 a batch), sparselinear_trai
 Prints JSON lines {"figure", "system": "thinc", "value", "unit"} on stdout. Options: --check
 """
 import json
+import os
 import sys
 import time
 
@@ -16,22 +17,16 @@ import numpy as np
 
 from thinc.api import Adam, SparseLinear_v2, fix_random_seed
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import anchor_common as common  # noqa: E402  (standard library only)
+
 SEED = 20261127
 DOCS, CLASSES, LENGTH, VOCAB = 2000, 4, 2 ** 18, 200000
 PREDICT_BATCH, TRAIN_BATCH, PASSES = 256, 64, 10
-M64 = (1 << 64) - 1
+M64 = common.M64
 
 
-class SplitMix64:
-    def __init__(self, seed):
-        self.state = seed
-
-    def next(self):
-        self.state = (self.state + 0x9E3779B97F4A7C15) & M64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-        return z ^ (z >> 31)
+SplitMix64 = common.SplitMix64
 
 
 def generate():

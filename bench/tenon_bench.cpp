@@ -6,6 +6,8 @@
 // (figures anymodel_* and config_*, tenon's own: see time_any_model below).
 //   tenon_bench [--fraction F] [--latency-n N] [--figures a,b] [--threads N]
 #include <tenon/tenon.hpp>
+
+#include "bench_common.hpp"
 #include <tenon/backend/cpu/threads.hpp>
 #include <tenon/config/registry.hpp>
 
@@ -27,17 +29,9 @@
 #include <unistd.h>
 
 using namespace tenon;
-using Clock = std::chrono::steady_clock;
+using namespace tenon::bench;
 
 namespace {
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-void emit(const std::string& figure, double value, const char* unit) {
-    std::printf("{\"figure\": \"%s\", \"system\": \"tenon\", \"value\": %.6g, \"unit\": \"%s\"}\n", figure.c_str(),
-                value, unit);
-    std::fflush(stdout);
-}
-
 auto make_model() { return Relu<512>({.dropout = 0.2}) >> Relu<512>({.dropout = 0.2}) >> Softmax<10>(); }
 
 double percentile(std::vector<double> v, double p) {

@@ -11,6 +11,8 @@
 //   tok2vec_bench [--fraction F] [--latency-n N] [--figures a,b] [--threads N] [--check]
 // --check: only verify the model (output shapes, rows summing to 1, parameter count) and exit.
 #include <tenon/tenon.hpp>
+
+#include "bench_common.hpp"
 #include <tenon/backend/cpu/threads.hpp>
 
 #include <algorithm>
@@ -25,7 +27,7 @@
 #include <vector>
 
 using namespace tenon;
-using Clock = std::chrono::steady_clock;
+using namespace tenon::bench;
 
 namespace {
 // ---- bench/tok2vec_data.py, the same constants and generator ----
@@ -33,17 +35,6 @@ constexpr std::uint64_t kSeed = 20240611;
 constexpr std::size_t kDocs = 2048, kBatch = 64, kVocab = 50000, kTags = 50, kLatencyLen = 20;
 constexpr std::size_t kWidth = 96, kDepth = 4, kWindow = 1, kFeatures = 4;
 constexpr int kPredictPasses = 3;
-
-struct SplitMix64 {
-    std::uint64_t state;
-    std::uint64_t next() {
-        state += 0x9E3779B97F4A7C15ull;
-        std::uint64_t z = state;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-};
 
 struct Corpus {
     List<Ints2d> docs;                        // (n, 4): NORM, PREFIX, SUFFIX, SHAPE
@@ -94,14 +85,6 @@ auto make_model() {
     auto encode = with_array<List<Floats2d>>(
         clone(residual(expand_window<kWindow>() >> Maxout<kWidth>(maxout)), kDepth), kWindow * kDepth);
     return embed >> encode >> with_array<List<Floats2d>>(Softmax<kTags>());
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-void emit(const char* figure, double value, const char* unit, const char* extra = "") {
-    std::printf("{\"figure\": \"%s\", \"system\": \"tenon\", \"value\": %.6g, \"unit\": \"%s\"%s}\n", figure, value,
-                unit, extra);
-    std::fflush(stdout);
 }
 
 List<Ints2d> slice(const List<Ints2d>& docs, std::size_t b, std::size_t e) {

@@ -49,7 +49,7 @@ PREDICT_PASSES = 3     # the best of these passes counts for tok2vec_predict_wps
 FIGURES = ["tok2vec_predict_wps", "tok2vec_train_wps", "tok2vec_latency_doc20"]
 UNITS = {"tok2vec_predict_wps": "words/s", "tok2vec_train_wps": "words/s", "tok2vec_latency_doc20": "us"}
 
-MASK = (1 << 64) - 1
+MASK = common.M64
 
 
 def n_params():
@@ -61,16 +61,7 @@ def n_params():
     return embed + mixer + DEPTH * layer + head
 
 
-class SplitMix64:
-    def __init__(self, seed):
-        self.state = seed & MASK
-
-    def next(self):
-        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-        return z ^ (z >> 31)
+SplitMix64 = common.SplitMix64
 
 
 def zipf_cdf(vocab=VOCAB):
