@@ -4,6 +4,7 @@
 // declares them; nothing here depends on a model's type). A translation unit that runs a
 // model's plan instantiates only the typed walk and the call sequence (lower.hpp).
 #include "tenon/lower/plan.hpp"
+#include "tenon/lower/engine.hpp"
 
 #include "tenon/layers/detail/embed_ids.hpp"
 
@@ -14,6 +15,8 @@
 #include <vector>
 
 namespace tenon::lowering {
+
+EngineSlot::~EngineSlot() = default;
 
 // A node's parameters and attributes by index (node.hpp makes this a friend): the plan finds
 // the indices once (finalize) and reads through them at every call, where a look-up by name

@@ -23,6 +23,37 @@ struct MaxoutOptions {
     bool normalize = false;
 };
 
+namespace detail {
+// What Maxout's forward pass keeps for its backward pass; with the passes (MaxoutCore), one
+// type for every width, compiled once in the library (src/maxout.cpp).
+struct MaxoutBackprop {
+    Node* layer = nullptr;
+    const NormDropout* tail = nullptr;  // the layer's
+    Floats2d X;
+    Array<std::int32_t, dyn, dyn> which;  // the winning piece per output
+    NormDropout::Backprop tail_bp;
+
+    MaxoutBackprop();
+    MaxoutBackprop(const MaxoutBackprop&);
+    MaxoutBackprop(MaxoutBackprop&&) noexcept;
+    MaxoutBackprop& operator=(const MaxoutBackprop&);
+    MaxoutBackprop& operator=(MaxoutBackprop&&) noexcept;
+    ~MaxoutBackprop();
+
+    Floats2d operator()(Floats2dCView dY) const;
+};
+struct MaxoutCore {
+    static void init(Node& layer, const Init& init_W, const Init& init_b, NormDropout& tail, const Floats2dCView* X,
+                     const Floats2dCView* Y);
+    static Floats2d predict(const Node& layer, const NormDropout& tail, Floats2dCView X);
+    static std::pair<Floats2d, MaxoutBackprop> forward(Node& layer, NormDropout& tail, Floats2dCView X, bool is_train);
+    static Floats2d backward(const MaxoutBackprop& bp, Floats2dCView dY);
+
+private:
+    static Floats2d pieces(const Node& layer, Floats2dCView X, std::int32_t* which);
+};
+}  // namespace detail
+
 template <std::size_t NO = dyn, std::size_t NI = dyn, std::size_t NP = dyn>
 class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
     using Base = Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d>;
@@ -45,7 +76,7 @@ public:
         : Base(Node::maxout_node(NO, NI, NP, o.nO, o.nI, o.nP)),
           init_W_(o.init_W ? o.init_W : Init(glorot_uniform_init)),
           init_b_(o.init_b ? o.init_b : Init(zero_init)),
-          tail_(o.normalize, o.dropout) {}
+          tail_(static_nO, o.normalize, o.dropout) {}
 
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <std::size_t N2>
@@ -61,24 +92,7 @@ public:
         this->fix_dim(1, NI);
     }
 
-    struct Backprop {
-        Maxout* layer = nullptr;
-        Floats2d X;
-        Array<std::int32_t, dyn, dyn> which;  // the winning piece per output
-        typename detail::NormDropout<NO>::Backprop tail;
-        Floats2d operator()(Floats2dCView dY) const {
-            const std::size_t rows = X.shape(0), nO = layer->dim(0), nP = layer->dim(2);
-            detail::check_same_shape(*layer, dY, rows, nO);  // before the tail, so the error names this layer
-            Floats2d d = layer->tail_.backward(dY, tail);
-            const Ops& ops = layer->ops();
-            Floats2d dZ({rows, nO * nP}, uninitialized);  // zero except at the winners
-            ops.maxout_backward(d.data(), which.data(), rows, nO, nP, dZ.data());
-            Floats2d dX({rows, X.shape(1)}, uninitialized);
-            detail::affine_backward(ops, dZ.data(), X, layer->param(0).value.data(), nO * nP,
-                                    layer->grad_data(0), layer->grad_data(1), dX.data());
-            return dX;
-        }
-    };
+    using Backprop = detail::MaxoutBackprop;
 
     void for_each_child(const std::function<void(Node&)>& f) override { tail_.for_each_child(f); }
 
@@ -87,42 +101,15 @@ private:
     friend class Maxout;
 
     void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {
-        if (X) this->resolve_dim(1, X->shape(1));
-        if (Y) this->resolve_dim(0, Y->shape(1));
-        const std::size_t nO = this->require_dim(0), nI = this->require_dim(1), nP = this->require_dim(2);
-        this->allocate_param(0, {nO, nP, nI});
-        this->allocate_param(1, {nO, nP});
-        init_W_(this->get_param("W"));
-        init_b_(this->get_param("b"));
-        tail_.initialize(nO);
-        this->mark_initialized();
+        detail::MaxoutCore::init(*this, init_W_, init_b_, tail_, X, Y);
     }
-
-    // Z = X W^T over all nO * nP pieces, then the max of Z + b per output (and its index).
-    Floats2d pieces(Floats2dCView X, std::int32_t* which) const {
-        detail::check_width(*this, X, this->dim(1));
-        const std::size_t rows = X.shape(0), nO = this->dim(0), nP = this->dim(2);
-        const Ops& ops = this->ops();
-        Floats2d Z({rows, nO * nP}, uninitialized);
-        detail::affine_product(ops, X, this->param(0).value.data(), nO * nP, Z.data());
-        Floats2d best({rows, nO}, uninitialized);
-        ops.maxout(Z.data(), this->param(1).value.data(), rows, nO, nP, best.data(), which);
-        return best;
-    }
-
-    Floats2d predict_impl(Floats2dCView X) const { return tail_.predict(pieces(X, nullptr)); }
-
+    Floats2d predict_impl(Floats2dCView X) const { return detail::MaxoutCore::predict(*this, tail_, X); }
     std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool is_train) {
-        Backprop bp;
-        bp.layer = this;
-        bp.X = Floats2d(X);
-        bp.which = Array<std::int32_t, dyn, dyn>({X.shape(0), this->dim(0)}, uninitialized);
-        Floats2d Y = tail_.forward(pieces(X, bp.which.data()), is_train, bp.tail);
-        return {std::move(Y), std::move(bp)};
+        return detail::MaxoutCore::forward(*this, tail_, X, is_train);
     }
 
     Init init_W_, init_b_;
-    detail::NormDropout<NO> tail_;
+    detail::NormDropout tail_;
 };
 
 }  // namespace tenon

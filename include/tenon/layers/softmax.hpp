@@ -61,10 +61,7 @@ public:
     bool normalize_outputs() const { return this->template attr_as<bool>("softmax_normalize"); }
 
     // 1 / temperature, as the plan computes it (the softmax's input scale, and the gradient's).
-    float inv_temperature() const {
-        const double t = temperature();
-        return t != 1.0 ? static_cast<float>(1.0 / t) : 1.0f;
-    }
+    float inv_temperature() const { return detail::softmax_inv_temperature(*this); }
 
 private:
     static void check_temperature(double t) {
@@ -88,7 +85,7 @@ private:
         if (normalize_outputs()) return Base::predict_impl(X);
         detail::check_width(*this, X, this->dim(1));
         Floats2d Y({X.shape(0), this->dim(0)}, uninitialized);
-        this->activate(X, Y.data(), nullptr, /*normalize=*/false);
+        detail::DenseCore::activate(*this, Base::act(), /*softmax_rows=*/false, X, Y.data(), nullptr);
         return Y;
     }
 };

@@ -54,6 +54,7 @@ namespace tenon::lowering {
 class EngineSlot {
 public:
     EngineSlot() = default;
+    ~EngineSlot();  // (out of line, src/plan.cpp: not compiled again in each model's destructor)
     EngineSlot(const EngineSlot&) noexcept {}
     EngineSlot(EngineSlot&&) noexcept {}
     EngineSlot& operator=(const EngineSlot&) noexcept {

@@ -26,6 +26,7 @@
 #include "tenon/lower/engine.hpp"
 #include "tenon/lower/lowered_as.hpp"
 #include "tenon/lower/plan.hpp"
+#include "tenon/lower/run.hpp"
 #include "tenon/transfers/detail/transfer.hpp"
 
 namespace tenon {
@@ -420,25 +421,7 @@ constexpr bool key_plannable() {
     else return true;
 }
 
-// The sequence types a plan takes and gives: a list of arrays, or a ragged array (rows of
-// every sequence back to back), over floats or (input only) int32 ids.
-template <class T>
-struct seq_type {
-    static constexpr bool value = false, list = false, ints = false;
-    using Array = void;
-};
-template <class A>
-struct seq_type<List<A>> {
-    static constexpr bool value = std::is_same_v<A, Floats2d> || std::is_same_v<A, Ints2d>;
-    static constexpr bool list = true, ints = std::is_same_v<A, Ints2d>;
-    using Array = A;
-};
-template <class A>
-struct seq_type<BasicRagged<A>> {
-    static constexpr bool value = std::is_same_v<A, Floats2d> || std::is_same_v<A, Ints2d>;
-    static constexpr bool list = false, ints = std::is_same_v<A, Ints2d>;
-    using Array = A;
-};
+// (The sequence types a plan takes and gives, seq_type: lower/run.hpp.)
 // Whether a model's own calls may run a plan: its layers are plannable, and it takes a
 // Floats2d (or anything, for a first "head" layer) to a Floats2d, a sequence to a sequence of
 // floats, or a sequence to a Floats2d of one row per sequence (through a reduction).
@@ -460,16 +443,13 @@ public:
     using InView = typename M::InView;
     using Out = typename M::Out;
     using OutView = typename M::OutView;
-    // A sequence plan: a List or Ragged of arrays (or of ids) in, a List or Ragged out (or a
-    // Floats2d of one row per sequence, after a reduction), the rows of every sequence back to
-    // back in the workspace (docs/lowering.md, "Sequence models").
-    static constexpr bool seq = lowering::seq_type<In>::value;
-    static constexpr bool seq_out = lowering::seq_type<Out>::value;
     static_assert(lowering::engine_types<M>,
                   "[tenon-E054] lower(model): the plan takes a Floats2d (or a List / Ragged of arrays or ids) and "
                   "outputs a Floats2d (or a List / Ragged of Floats2d); for a model of other data types call its own "
                   "predict / begin_update, which run its layers");
-    static constexpr bool head_input = !seq && !std::is_same_v<In, Floats2d>;
+    // Its running, compiled once per pair of data types (lower/run.hpp).
+    using Run = lowering::Runner<In, Out>;
+    static constexpr bool seq = Run::seq, seq_out = Run::seq_out, head_input = Run::head_input;
 
     explicit Plan(M& model) : model_(&model) {
         epoch_.store(detail::layout_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
@@ -510,13 +490,7 @@ public:
 
     struct Backprop {
         const Plan* plan = nullptr;
-        Floats1d ws;                      // the workspace of this call
-        std::size_t rows = 0;
-        const float* x0 = nullptr;        // the caller's X (Floats2d input), or x_own's
-        Floats2d x_own;                   // a copy of X, when the caller may free it (the engine)
-        Floats2d head_out;                // boundary 1 when the first layer is a head
-        Ints1d lengths;                   // a sequence plan's: the input's sequences
-        std::size_t nonempty = 0, in_cols = 0;
+        lowering::CallState state;             // what the forward pass kept
         mutable typename M::Backprop store{};  // the Backprops of "layer" stages
         // Backpropagates dY: adds to the parameters' gradients and returns dX.
         In operator()(OutView dY) const { return run(dY, true); }
@@ -528,128 +502,15 @@ public:
     private:
         In run(OutView dY, bool input_grad) const {
             plan->require_current();
-            const lowering::PlanData& p = plan->p_;
-            const std::size_t nO = p.bounds.back().width;
-            In dX{};
-            lowering::Ctx c = plan->ctx(const_cast<float*>(ws.data()), rows, true);
-            if constexpr (seq) {
-                plan->seq_rows(c, lengths, rows, nonempty);
-                c.in_cols = in_cols;
-                c.x0 = p.in_buf != lowering::npos ? c.buf(p.in_buf) : nullptr;
-                float* dy = c.buf(p.dy_buf);
-                plan->seq_take_grad(dY, lengths, nO, dy);
-                c.dy = dy;
-                if (input_grad && p.dx_buf != lowering::npos) c.dx0 = c.buf(p.dx_buf);
-            } else {
-                if (dY.shape(0) != rows || dY.shape(1) != nO)
-                    throw ShapeError("plan of " + p.model_name + ": backprop: expected a gradient of shape (" +
-                                         std::to_string(rows) + ", " + std::to_string(nO) +
-                                         ") like the output, but found (" + std::to_string(dY.shape(0)) + ", " +
-                                         std::to_string(dY.shape(1)) + ")",
-                                     "tenon-E111");
-                c.x0 = x0;
-                c.b1 = head_out.size() ? const_cast<float*>(head_out.data()) : nullptr;
-                c.dy = dY.data();
-                if constexpr (!head_input) {
-                    if (input_grad) {
-                        dX = Floats2d({rows, p.bounds[0].width}, uninitialized);
-                        c.dx0 = dX.data();
-                    }
-                }
-            }
-            char* root = reinterpret_cast<char*>(&store);
-            for (std::size_t si = p.stages.size(); si-- > 0;) {
-                const lowering::Stage& s = p.stages[si];
-                const lowering::StageParams sp = lowering::resolve(s, true, true);
-                c.at(s.space);
-                if (s.prim == lowering::Prim::layer) {
-                    Floats2dCView d(c.grad(s.out), {c.rows, s.nO});
-                    if (!s.ops.empty()) {
-                        c.ops->stage_backward_rows(s, sp, c);
-                        d = Floats2dCView(lowering::dz_of(s, c), {c.rows, s.nO});
-                    }
-                    if constexpr (head_input) {
-                        if (s.head) {
-                            s.fns.backward(root + s.bp_offset, d, &dX);
-                            continue;
-                        }
-                    }
-                    Floats2d g;
-                    s.fns.backward(root + s.bp_offset, d, &g);
-                    float* to = c.grad(s.in);
-                    if (!to) continue;  // the input's gradient, not wanted
-                    if (s.dx_assign) std::memcpy(to, g.data(), g.size() * sizeof(float));
-                    else
-                        for (std::size_t i = 0, e = g.size(); i < e; ++i) to[i] += g[i];
-                } else if (lowering::is_seq_prim(s.prim)) {
-                    const float* d = c.grad(s.out);
-                    if (!s.ops.empty()) {
-                        c.ops->stage_backward_rows(s, sp, c);
-                        d = lowering::dz_of(s, c);
-                    }
-                    lowering::seq_backward(s, c, d);
-                } else {
-                    c.ops->stage_backward_rows(s, sp, c);
-                    if (s.prim != lowering::Prim::none) lowering::product_backward(s, sp, c);
-                }
-            }
-            if constexpr (seq) {
-                if (input_grad) dX = plan->seq_input_grad(c, lengths, rows, in_cols);
-            }
-            return dX;
+            return Run::backward(plan->p_, plan->model_->ops(), state, reinterpret_cast<char*>(&store), dY,
+                                 input_grad);
         }
     };
 
     // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
     Out predict(InView X) const {
         require_current();
-        check_finite_input(X, "predict");
-        const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
-        if constexpr (seq) {
-            Ints1d lengths;
-            std::size_t nonempty = 0, cols = 0;
-            const std::size_t rows = seq_measure(X, lengths, nonempty, cols);
-            lowering::Ctx c = ctx(nullptr, rows, false);
-            seq_rows(c, lengths, rows, nonempty);
-            Floats1d ws({p_.ws_floats(c.srows, false)}, uninitialized);
-            c.ws = ws.data();
-            Ints2d ids;
-            seq_put_input(c, X, ids, cols);
-            c.y = c.buf(p_.bounds.back().act);
-            run_forward(c, 0, nullptr);
-            return seq_output(c, lengths);
-        } else {
-            Floats2d head;
-            std::size_t rows = 0;
-            std::size_t first = 0;
-            if constexpr (head_input) {
-                const auto& s0 = p_.stages[0];
-                s0.fns.predict(s0.layer, &X, head);
-                check_head(head);
-                rows = head.shape(0);
-                first = 1;
-            } else {
-                check_input(X);
-                rows = X.shape(0);
-            }
-            Floats1d ws({p_.ws_floats(rows, false)}, uninitialized);
-            lowering::Ctx c = ctx(ws.data(), rows, false);
-            Floats2d Y;
-            if constexpr (head_input) {
-                c.b1 = head.data();
-                if (p_.bounds.size() == 2) {
-                    if (!p_.stages[0].ops.empty())
-                        c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], false), c);
-                    return head;
-                }
-            } else {
-                c.x0 = X.data();
-            }
-            Y = Floats2d({rows, p_.bounds.back().width}, uninitialized);
-            c.y = Y.data();
-            run_forward(c, first, nullptr);
-            return Y;
-        }
+        return Run::predict(p_, model_->ops(), X);
     }
 
     // Training: (Y, backprop). X is read again by backprop (not copied): keep it alive.
@@ -663,85 +524,13 @@ public:
     // keeps what it needs in its workspace.
     Out forward(InView X, Backprop& bp, bool copy_input) {
         require_current();
-        check_finite_input(X, "begin_update");
-        const detail::FiniteCheckOff inner;
         bp.plan = this;
-        if constexpr (seq) {
-            bp.rows = seq_measure(X, bp.lengths, bp.nonempty, bp.in_cols);
-            lowering::Ctx c = ctx(nullptr, bp.rows, true);
-            seq_rows(c, bp.lengths, bp.rows, bp.nonempty);
-            bp.ws = Floats1d({p_.ws_floats(c.srows, true)}, uninitialized);
-            c.ws = bp.ws.data();
-            Ints2d ids;
-            seq_put_input(c, X, ids, bp.in_cols);
-            c.y = c.buf(p_.bounds.back().act);
-            run_forward(c, 0, reinterpret_cast<char*>(&bp.store));
-            return seq_output(c, bp.lengths);
-        } else {
-            std::size_t first = 0;
-            char* root = reinterpret_cast<char*>(&bp.store);
-            if constexpr (head_input) {
-                const auto& s0 = p_.stages[0];
-                s0.fns.forward(s0.layer, &X, root + s0.bp_offset, bp.head_out);
-                check_head(bp.head_out);
-                bp.rows = bp.head_out.shape(0);
-                first = 1;
-            } else {
-                check_input(X);
-                bp.rows = X.shape(0);
-                if (copy_input) {
-                    bp.x_own = Floats2d({X.shape(0), X.shape(1)}, uninitialized);
-                    std::memcpy(bp.x_own.data(), X.data(), X.size() * sizeof(float));
-                    bp.x0 = bp.x_own.data();
-                } else {
-                    bp.x0 = X.data();
-                }
-            }
-            bp.ws = Floats1d({p_.ws_floats(bp.rows, true)}, uninitialized);
-            lowering::Ctx c = ctx(bp.ws.data(), bp.rows, true);
-            c.x0 = bp.x0;
-            c.b1 = bp.head_out.size() ? bp.head_out.data() : nullptr;
-            const std::size_t nO = p_.bounds.back().width;
-            Floats2d Y({bp.rows, nO}, uninitialized);
-            c.y = Y.data();
-            if (head_input && p_.bounds.size() == 2) {
-                if (!p_.stages[0].ops.empty())
-                    c.ops->stage_forward_rows(p_.stages[0], lowering::resolve(p_.stages[0], true), c);
-                std::memcpy(Y.data(), bp.head_out.data(), Y.size() * sizeof(float));
-            } else {
-                run_forward(c, first, root);
-                if (p_.final_in_ws) std::memcpy(Y.data(), c.act(p_.bounds.size() - 1), Y.size() * sizeof(float));
-            }
-            return Y;
-        }
+        return Run::forward(p_, model_->ops(), X, bp.state, reinterpret_cast<char*>(&bp.store), copy_input);
     }
 
     // Whether the engine may run X through this plan without a check the model's own path
     // would word differently: the width the first stage takes, and at least one row.
-    bool accepts(const InView& X) const {
-        if constexpr (seq) {
-            // Sequences of the width the plan takes (ids: all of the same columns), some rows.
-            const std::size_t want = p_.bounds[0].ints ? 0 : p_.bounds[0].width;
-            std::size_t rows = 0, cols = npos_cols;
-            auto ok = [&](const auto& a) {
-                if (a.shape(0) == 0) return true;
-                rows += a.shape(0);
-                if (cols == npos_cols) cols = a.shape(1);
-                return a.shape(1) == cols && (want == 0 || cols == want);
-            };
-            if constexpr (lowering::seq_type<In>::list) {
-                for (const auto& a : X)
-                    if (!ok(a)) return false;
-            } else {
-                if (!ok(X.data())) return false;
-            }
-            return rows > 0;
-        } else if constexpr (head_input) {
-            return true;
-        } else {
-            return X.shape(0) > 0 && X.shape(1) == p_.bounds[0].width;
-        }
-    }
+    bool accepts(const InView& X) const { return Run::accepts(p_, X); }
     // Whether the plan fuses anything (a plan of unfused layers alone only adds copies).
     bool fuses() const {
         for (const auto& s : p_.stages)
@@ -756,209 +545,6 @@ public:
     M& model() const noexcept { return *model_; }
 
 private:
-    static constexpr std::size_t npos_cols = static_cast<std::size_t>(-1);
-    lowering::Ctx ctx(float* ws, std::size_t rows, bool train) const {
-        lowering::Ctx c;
-        c.p = &p_;
-        c.ops = &model_->ops();
-        c.ws = ws;
-        std::size_t r[lowering::max_spaces + 1];
-        p_.space_rows(rows, 0, 0, r);
-        c.set_rows(r);
-        c.train = train;
-        return c;
-    }
-    // ---- A sequence plan's input and output (the rows back to back, space 0).
-    // The rows, the sequences' lengths, how many have rows, and the ids' columns.
-    std::size_t seq_measure(const InView& X, Ints1d& lengths, std::size_t& nonempty, std::size_t& cols) const {
-        std::size_t rows = 0;
-        nonempty = 0;
-        cols = 0;
-        if constexpr (lowering::seq_type<In>::list) {
-            lengths = Ints1d({X.size()}, uninitialized);
-            for (std::size_t i = 0; i < X.size(); ++i) {
-                const std::size_t n = X[i].shape(0);
-                lengths[i] = static_cast<std::int32_t>(n);
-                rows += n;
-                nonempty += n != 0;
-                if (n) cols = X[i].shape(1);
-            }
-        } else {
-            lengths = X.lengths();
-            for (auto l : lengths) nonempty += l > 0;
-            rows = X.rows();
-            cols = X.data().shape(1);
-        }
-        return rows;
-    }
-    void seq_rows(lowering::Ctx& c, const Ints1d& lengths, std::size_t rows, std::size_t nonempty) const {
-        std::size_t r[lowering::max_spaces + 1];
-        p_.space_rows(rows, nonempty, lengths.size(), r);
-        c.set_rows(r);
-        c.lengths = lengths.data();
-        c.nseg = lengths.size();
-    }
-    // Floats: copied into the workspace; ids: read where they are (a list's joined into ids).
-    void seq_put_input(lowering::Ctx& c, const InView& X, Ints2d& ids, std::size_t cols) const {
-        c.in_cols = cols;
-        const std::size_t rows = c.srows[0];
-        if constexpr (lowering::seq_type<In>::ints) {
-            if constexpr (lowering::seq_type<In>::list) {
-                ids = Ints2d({rows, cols}, uninitialized);
-                std::int32_t* to = ids.data();
-                for (const auto& a : X) {
-                    if (a.size()) std::memcpy(to, a.data(), a.size() * sizeof(std::int32_t));
-                    to += a.size();
-                }
-                c.x0 = reinterpret_cast<const float*>(ids.data());
-            } else {
-                c.x0 = reinterpret_cast<const float*>(X.data().data());
-            }
-        } else {
-            float* to = c.buf(p_.in_buf);
-            c.x0 = to;
-            if constexpr (lowering::seq_type<In>::list) {
-                for (const auto& a : X) {
-                    if (a.size()) std::memcpy(to, a.data(), a.size() * sizeof(float));
-                    to += a.size();
-                }
-            } else {
-                if (rows) std::memcpy(to, X.data().data(), X.data().size() * sizeof(float));
-            }
-        }
-    }
-    Out seq_output(const lowering::Ctx& c, const Ints1d& lengths) const {
-        const std::size_t nO = p_.bounds.back().width, rows = c.srows[p_.bounds.back().space];
-        const float* y = c.act(p_.bounds.size() - 1);
-        if constexpr (!seq_out) {  // one row per sequence
-            Floats2d a({rows, nO}, uninitialized);
-            if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
-            return a;
-        } else if constexpr (lowering::seq_type<Out>::list) {
-            Out out;
-            out.reserve(lengths.size());
-            for (auto l : lengths) {
-                Floats2d a({static_cast<std::size_t>(l), nO}, uninitialized);
-                if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
-                y += a.size();
-                out.push_back(std::move(a));
-            }
-            return out;
-        } else {
-            Floats2d a({rows, nO}, uninitialized);
-            if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
-            return Out(std::move(a), lengths);
-        }
-    }
-    // The output's gradient, flattened into the workspace, after checking it has the output's
-    // sequences (tenon-E170, as the transfers word it) and width (tenon-E111).
-    void seq_take_grad(const OutView& dY, const Ints1d& lengths, std::size_t nO, float* to) const {
-        // (The messages' strings are made only on an error: a backprop allocates nothing.)
-        auto width = [&](std::size_t w) {
-            if (w != nO)
-                throw ShapeError("plan of " + p_.model_name + ": backprop: expected a gradient of width " +
-                                     std::to_string(nO) + " like the output, but found " + std::to_string(w),
-                                 "tenon-E111");
-        };
-        if constexpr (!seq_out) {
-            if (dY.shape(0) != lengths.size() || dY.shape(1) != nO)
-                throw ShapeError("plan of " + p_.model_name + ": backprop: expected a gradient of shape (" +
-                                     std::to_string(lengths.size()) + ", " + std::to_string(nO) +
-                                     "), one row per sequence like the output, but found (" +
-                                     std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
-                                 "tenon-E111");
-            if (dY.size()) std::memcpy(to, dY.data(), dY.size() * sizeof(float));
-        } else if constexpr (lowering::seq_type<Out>::list) {
-            bool same = dY.size() == lengths.size();
-            for (std::size_t i = 0; same && i < dY.size(); ++i)
-                same = dY[i].shape(0) == static_cast<std::size_t>(lengths[i]);
-            if (!same) detail::xfer::check_list_lengths("plan of " + p_.model_name, lengths, dY);
-            for (const auto& a : dY) {
-                if (!a.size()) continue;
-                width(a.shape(1));
-                std::memcpy(to, a.data(), a.size() * sizeof(float));
-                to += a.size();
-            }
-        } else {
-            const auto& L = dY.lengths();
-            if (L.size() != lengths.size() || !std::equal(L.begin(), L.end(), lengths.begin()))
-                detail::xfer::check_lengths("plan of " + p_.model_name, lengths, L);
-            width(dY.data().shape(1));
-            if (dY.data().size()) std::memcpy(to, dY.data().data(), dY.data().size() * sizeof(float));
-        }
-    }
-    // The input's gradient: zeros for ids (as the tables' own backprops give), else the
-    // workspace's dx0 split into the sequences.
-    In seq_input_grad(const lowering::Ctx& c, const Ints1d& lengths, std::size_t rows, std::size_t cols) const {
-        using A = typename lowering::seq_type<In>::Array;
-        const std::size_t w = lowering::seq_type<In>::ints ? cols : p_.bounds[0].width;
-        const float* g = c.dx0;
-        auto part = [&](std::size_t n) {
-            A a({n, w});
-            if constexpr (!lowering::seq_type<In>::ints) {
-                if (g && a.size()) std::memcpy(a.data(), g, a.size() * sizeof(float));
-                if (g) g += a.size();
-            }
-            return a;
-        };
-        if constexpr (lowering::seq_type<In>::list) {
-            In out;
-            out.reserve(lengths.size());
-            for (auto l : lengths) out.push_back(part(static_cast<std::size_t>(l)));
-            return out;
-        } else {
-            return In(part(rows), lengths);
-        }
-    }
-    // The model's input check (tenon-E252), as the model's own entry points make it.
-    void check_finite_input(const InView& X, const char* call) const {
-        if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p_.model_name, call, X);
-    }
-    // The head layer's output must be as wide as the plan was made for (a head layer whose
-    // width changed would be caught by is_current; this names a layer that broke its own nO).
-    void check_head(const Floats2d& h) const {
-        if (h.shape(1) != p_.bounds[1].width)
-            throw ShapeError("plan of " + p_.model_name + ": " + p_.stages[0].name + " returned width " +
-                                 std::to_string(h.shape(1)) + ", expected " + std::to_string(p_.bounds[1].width),
-                             "tenon-E111");
-    }
-    void check_input(const InView& X) const {
-        if constexpr (!head_input && !seq) {
-            if (X.shape(1) != p_.bounds[0].width)
-                throw ShapeError("plan of " + p_.model_name + ": expected input width " +
-                                     std::to_string(p_.bounds[0].width) + " but found " + std::to_string(X.shape(1)),
-                                 "tenon-E101");
-        }
-    }
-    // The stages from `first` on; root: the Backprop storage (null: predict).
-    void run_forward(lowering::Ctx& c, std::size_t first, char* root) const {
-        for (std::size_t si = first; si < p_.stages.size(); ++si) {
-            const lowering::Stage& s = p_.stages[si];
-            const lowering::StageParams sp = lowering::resolve(s, c.train);
-            c.at(s.space);
-            if (s.prim == lowering::Prim::dense || s.prim == lowering::Prim::maxout) {
-                lowering::product_forward(s, sp, c);
-            } else if (lowering::is_seq_prim(s.prim)) {
-                lowering::seq_forward(s, c);
-                if (s.ops.empty()) continue;
-            } else if (s.prim == lowering::Prim::layer) {
-                // An unfused layer: its own predict/forward, its output copied into the workspace.
-                const Floats2dCView x(c.act(s.in), {c.rows, s.nI});
-                Floats2d y;
-                if (root) s.fns.forward(s.layer, &x, root + s.bp_offset, y);
-                else s.fns.predict(s.layer, &x, y);
-                if (y.shape(0) != c.rows || y.shape(1) != s.nO)
-                    throw ShapeError("plan of " + p_.model_name + ": " + s.name + " returned (" +
-                                         std::to_string(y.shape(0)) + ", " + std::to_string(y.shape(1)) +
-                                         "), expected (" + std::to_string(c.rows) + ", " + std::to_string(s.nO) + ")",
-                                     "tenon-E111");
-                std::memcpy(c.act(s.out), y.data(), y.size() * sizeof(float));
-                if (s.ops.empty()) continue;
-            }
-            c.ops->stage_forward_rows(s, sp, c);
-        }
-    }
-
     static void build(M& model, lowering::PlanData& p) {
         if (!model.is_initialized())
             throw Error("lower(): " + model.name() + " is not initialised: call initialize() first", "tenon-E170");

@@ -126,6 +126,9 @@ struct PointsToOpaque {
 struct NodeAccess;  // the loader's way in (src/serialize.cpp)
 struct ChainOps;    // a chain's type-independent parts (src/chain_store.cpp)
 struct ModelApi;    // copy / replace_node / remove_node (src/model_api.cpp)
+class NormDropout;  // the dense layers' LayerNorm/Dropout tail (src/norm_dropout.cpp)
+struct DenseCore;   // the dense layers' passes (src/dense.cpp)
+struct MaxoutCore;  // Maxout's (src/maxout.cpp)
 }
 namespace lowering {
 struct ParamAccess;  // a plan's look-up of parameters and attributes by index (src/plan.cpp)
@@ -296,6 +299,9 @@ protected:
     static Node dense_node(const char* name, std::size_t NO, std::size_t NI, std::size_t nO, std::size_t nI);
     static Node maxout_node(std::size_t NO, std::size_t NI, std::size_t NP, std::size_t nO, std::size_t nI,
                             std::size_t nP);
+    // The node of a wrapper (with_array, ...) of `child`: named "<name>(<child's name>)",
+    // dims nO and nI (static NO, NI: the child's static widths).
+    static Node wrapper_node(const char* name, const Node& child, std::size_t NO, std::size_t NI);
     Node(const Node& other);  // a copy is a new node: it gets a new id
     Node& operator=(const Node& other);
     Node(Node&&) noexcept;  // a move keeps the id
@@ -366,6 +372,9 @@ private:
     friend struct detail::NodeAccess;
     friend struct detail::ChainOps;
     friend struct detail::ModelApi;
+    friend class detail::NormDropout;
+    friend struct detail::DenseCore;
+    friend struct detail::MaxoutCore;
     friend struct lowering::ParamAccess;
 };
 

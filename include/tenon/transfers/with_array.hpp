@@ -150,7 +150,7 @@ public:
     explicit WithArray(L layer, std::size_t pad = 0)
         : Base(Two ? "with_array2d" : "with_array", std::move(layer)), pad_(pad) {
         this->set_fixed_attr("pad", static_cast<std::int64_t>(pad));
-        this->sync_dims();  // the layer's widths (options), for the models around this one
+        detail::xfer::take_child_dims(*this, this->layer_);  // the layer's widths (options), for the models around this one
     }
     template <class L2>
         requires(!std::is_same_v<L2, L>)

@@ -59,7 +59,7 @@ public:
     using typename LayerBase::OutView;
 
     explicit WithFlatten(L layer) : Base("with_flatten", std::move(layer)) {
-        this->sync_dims();  // the layer's widths (options), for the models around this one
+        detail::xfer::take_child_dims(*this, this->layer_);  // the layer's widths (options), for the models around this one
     }
 
     struct Backprop {

@@ -118,7 +118,7 @@ public:
     using typename LayerBase::OutView;
 
     explicit WithPadded(L layer) : Base("with_padded", std::move(layer)) {
-        this->sync_dims();  // the layer's widths (options), for the models around this one
+        detail::xfer::take_child_dims(*this, this->layer_);  // the layer's widths (options), for the models around this one
     }
 
     // lower(): over a list or a ragged array, the layer's stages on the sequences' rows (an

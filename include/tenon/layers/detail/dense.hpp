@@ -4,7 +4,9 @@
 // lowering declaration, `static constexpr lowering::DenseStage lowered_as{"relu",
 // Activation::relu}` (a functor of backend/functors.hpp): the layer's own forward and the
 // plan's row pass use the same functor, on the layer's backend (node.ops()). Softmax adds
-// the softmax over each row (`softmax = true`) and supplies inv_temperature().
+// the softmax over each row (`softmax = true`), with its temperature (a node attribute).
+// The passes (DenseCore) and the Backprop are not templates: compiled once, in the library
+// (src/dense.cpp); a layer type adds only its constructors.
 #pragma once
 #include <optional>
 #include <utility>
@@ -42,6 +44,53 @@ struct DenseOptions {
 
 namespace detail {
 
+// What a dense layer's forward pass keeps for its backward pass. One type for every dense
+// layer, compiled in the library (src/dense.cpp) like the passes below.
+struct DenseBackprop {
+    Node* layer = nullptr;
+    const NormDropout* tail = nullptr;  // the layer's
+    Activation act = Activation::identity;
+    bool softmax = false;
+    Floats2d X;  // the input (for dW)
+    Floats2d Y;  // the activation's output
+    Floats2d Z;  // the pre-activation, for layers that need it
+    NormDropout::Backprop tail_bp;
+    const char* refused = nullptr;  // set when the forward pass has no backward (see Softmax)
+
+    DenseBackprop();
+    DenseBackprop(const DenseBackprop&);
+    DenseBackprop(DenseBackprop&&) noexcept;
+    DenseBackprop& operator=(const DenseBackprop&);
+    DenseBackprop& operator=(DenseBackprop&&) noexcept;
+    ~DenseBackprop();
+
+    Floats2d operator()(Floats2dCView dY) const;
+    // The parameters' gradients alone, without the input's (a first layer's: the chain's
+    // params_only, a run-time chain's first step).
+    void params_only(Floats2dCView dY) const;
+
+private:
+    void run(Floats2dCView dY, float* dX) const;
+};
+
+// The passes of a dense layer: the same for every width and activation (the activation is a
+// run-time value of the functors' switch), so compiled once, in the library.
+struct DenseCore {
+    // W (nO, nI) and b (nO), initialised; then the tail.
+    static void init(Node& layer, const Init& init_W, const Init& init_b, NormDropout& tail, const Floats2dCView* X,
+                     const Floats2dCView* Y);
+    // Y = act(X W^T + b) (then the softmax over each row when `softmax_rows`); the
+    // pre-activation into Z when Z is not null.
+    static void activate(const Node& layer, Activation act, bool softmax_rows, Floats2dCView X, float* Y, float* Z);
+    static Floats2d predict(const Node& layer, const NormDropout& tail, Activation act, bool softmax, Floats2dCView X);
+    static std::pair<Floats2d, DenseBackprop> forward(Node& layer, NormDropout& tail, Activation act, bool softmax,
+                                                      Floats2dCView X, bool is_train);
+    // Adds to W's and b's gradients; dX when not null.
+    static void backward(const DenseBackprop& bp, Floats2dCView dY, float* dX);
+};
+// 1 / the temperature of a Softmax (node attribute softmax_temperature), checked > 0.
+float softmax_inv_temperature(const Node& layer);
+
 template <class Derived, std::size_t NO, std::size_t NI>
 class Dense : public Layer<Derived, Floats2d, Floats2d> {
     using Base = Layer<Derived, Floats2d, Floats2d>;
@@ -54,36 +103,7 @@ public:
     // not complete where this base is).
     static constexpr Activation act() noexcept { return Derived::lowered_as.act; }
 
-    struct Backprop {
-        Derived* layer = nullptr;
-        Floats2d X;  // the input (for dW)
-        Floats2d Y;  // the activation's output
-        Floats2d Z;  // the pre-activation, for layers that need it
-        typename NormDropout<NO>::Backprop tail;
-        const char* refused = nullptr;  // set when the forward pass has no backward (see Softmax)
-        Floats2d operator()(Floats2dCView dY) const {
-            Floats2d dX({X.shape(0), X.shape(1)}, uninitialized);
-            run(dY, dX.data());
-            return dX;
-        }
-        // The parameters' gradients alone, without the input's (a first layer's: the chain's
-        // params_only, a run-time chain's first step).
-        void params_only(Floats2dCView dY) const { run(dY, nullptr); }
-
-    private:
-        void run(Floats2dCView dY, float* dX) const {
-            if (refused) throw Error(refused, "tenon-E117");
-            const std::size_t rows = X.shape(0), nO = layer->dim(0);
-            detail::check_same_shape(*layer, dY, rows, nO);  // before the tail, so the error names this layer
-            Floats2d d = layer->tail_.backward(dY, tail);
-            const Ops& ops = layer->ops();
-            ops.activation_backward(act(), d.data(), Y.data(), Z.data(), rows, nO);
-            if constexpr (Derived::lowered_as.softmax)
-                if (const float k = layer->inv_temperature(); k != 1.0f) ops.scale(d.data(), d.size(), k);
-            affine_backward(ops, d.data(), X, layer->param(0).value.data(), nO, layer->grad_data(0),
-                            layer->grad_data(1), dX);
-        }
-    };
+    using Backprop = DenseBackprop;
 
     void for_each_child(const std::function<void(Node&)>& f) override { tail_.for_each_child(f); }
 
@@ -107,57 +127,20 @@ protected:
         : Base(Node::dense_node(name, NO, NI, nO, nI)),
           init_W_(std::move(init_W)),
           init_b_(init_b ? std::move(init_b) : Init(zero_init)),
-          tail_(normalize, dropout) {}
+          tail_(static_nO, normalize, dropout) {}
 
     void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {
-        if (X) this->resolve_dim(1, X->shape(1));
-        if (Y) this->resolve_dim(0, Y->shape(1));
-        const std::size_t nO = this->require_dim(0), nI = this->require_dim(1);
-        this->allocate_param(0, {nO, nI});
-        this->allocate_param(1, {nO});
-        init_W_(this->get_param("W"));
-        init_b_(this->get_param("b"));
-        tail_.initialize(nO);
-        this->mark_initialized();
+        DenseCore::init(*this, init_W_, init_b_, tail_, X, Y);
     }
-
     Floats2d predict_impl(Floats2dCView X) const {
-        detail::check_width(*this, X, this->dim(1));
-        const std::size_t rows = X.shape(0), nO = this->dim(0);
-        Floats2d Y({rows, nO}, uninitialized);
-        activate(X, Y.data(), nullptr, true);
-        return tail_.predict(std::move(Y));
+        return DenseCore::predict(*this, tail_, act(), Derived::lowered_as.softmax, X);
     }
-
     std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool is_train) {
-        detail::check_width(*this, X, this->dim(1));
-        const std::size_t rows = X.shape(0), nO = this->dim(0);
-        Backprop bp;
-        bp.layer = &self();
-        bp.X = Floats2d(X);
-        bp.Y = Floats2d({rows, nO}, uninitialized);
-        if constexpr (fn::grad_reads_z(act())) bp.Z = Floats2d({rows, nO}, uninitialized);
-        activate(X, bp.Y.data(), fn::grad_reads_z(act()) ? bp.Z.data() : nullptr, true);
-        Floats2d out = tail_.has_norm() || tail_.has_dropout() ? tail_.forward(bp.Y, is_train, bp.tail) : bp.Y;
-        return {std::move(out), std::move(bp)};
+        return DenseCore::forward(*this, tail_, act(), Derived::lowered_as.softmax, X, is_train);
     }
-
-    // Y = act(X W^T + b) (then the softmax over each row, for Softmax, when `normalize`);
-    // the pre-activation into Z when Z is not null.
-    void activate(Floats2dCView X, float* Y, float* Z, bool normalize) const {
-        const Ops& ops = this->ops();
-        const std::size_t rows = X.shape(0), nO = this->dim(0);
-        affine_product(ops, X, this->param(0).value.data(), nO, Y);
-        ops.bias_activate(act(), Y, this->param(1).value.data(), rows, nO, Z);
-        if constexpr (Derived::lowered_as.softmax)
-            if (normalize) ops.softmax_rows(Y, rows, nO, self().inv_temperature());
-    }
-
-    const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
-    Derived& self() noexcept { return static_cast<Derived&>(*this); }
 
     Init init_W_, init_b_;
-    NormDropout<NO> tail_;
+    NormDropout tail_;
 };
 
 }  // namespace detail

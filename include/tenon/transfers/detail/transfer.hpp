@@ -74,25 +74,15 @@ using drop_axis_t = typename drop_axis<A>::type;
 template <class T>
 using sample_ptr = const std::remove_reference_t<input_view_t<T>>*;
 
-inline std::string ints_str(const Ints1d& v) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-}
+// "[1, 2, 3]" (the messages of the checks below; these are in src/transfer.cpp).
+std::string ints_str(const Ints1d& v);
 
 // Run-time checks of the transfers (ids tenon-E170..E179, docs/diagnostics.md).
 // E170: a gradient whose layout (number of sequences, lengths, padding) is not the layout of
 // the output it is the gradient of.
-[[noreturn]] inline void throw_layout(const std::string& who, const std::string& what, const std::string& expected,
-                                      const std::string& found) {
-    throw ShapeError(who + ": backprop: the gradient must have the layout of the output: expected " + what + " " +
-                         expected + " but found " + found,
-                     "tenon-E170");
-}
-inline void check_lengths(const std::string& who, const Ints1d& expected, const Ints1d& found) {
-    if (expected.size() != found.size() || !std::equal(expected.begin(), expected.end(), found.begin()))
-        throw_layout(who, "lengths", ints_str(expected), ints_str(found));
-}
+[[noreturn]] void throw_layout(const std::string& who, const std::string& what, const std::string& expected,
+                               const std::string& found);
+void check_lengths(const std::string& who, const Ints1d& expected, const Ints1d& found);
 // The rows of each array of a list (its lengths).
 template <class A>
 Ints1d lengths_of(const List<A>& xs) {
@@ -162,20 +152,11 @@ struct PaddedLayout {
 
 // E171: the wrapped layer returned another number of rows (or sequences) than it was given,
 // so its output cannot be split back into the input's sequences.
-[[noreturn]] inline void throw_rows(const std::string& who, const std::string& what, std::size_t expected,
-                                    std::size_t found) {
-    throw ShapeError(who + ": the wrapped layer must keep the " + what + ": expected " + std::to_string(expected) +
-                         " but it returned " + std::to_string(found),
-                     "tenon-E171");
-}
+[[noreturn]] void throw_rows(const std::string& who, const std::string& what, std::size_t expected,
+                             std::size_t found);
 
 // E171 also: a wrapped layer that changed the sequences' lengths where the wrapper needs them.
-inline void check_kept_lengths(const std::string& who, const Ints1d& expected, const Ints1d& found) {
-    if (expected.size() != found.size() || !std::equal(expected.begin(), expected.end(), found.begin()))
-        throw ShapeError(who + ": the wrapped layer must keep the sequences' lengths: expected " + ints_str(expected) +
-                             " but it returned " + ints_str(found),
-                         "tenon-E171");
-}
+void check_kept_lengths(const std::string& who, const Ints1d& expected, const Ints1d& found);
 
 // Thinc's ops.flatten(xs, pad): the arrays one after another, with `pad` zero rows before,
 // between and after the non-empty ones; an empty list gives `fallback`'s shape with 0 rows.
@@ -250,6 +231,13 @@ S zero_rows(S shape) {
 
 // A model that wraps one layer (with_array, with_padded, ...): the child, its dims (nO, nI,
 // static where the child's are, copied from the child after initialisation, as Thinc's
+
+// What a wrapper's node needs of its child, for every wrapper type (src/transfer.cpp; its
+// node: Node::wrapper_node): the child's widths copied into it (initialize, or a wrapper made
+// of an initialised layer); a width given to the wrapper passed on to a child that has none.
+void take_child_dims(Node& wrapper, const Node& child);
+void give_child_width(const Node& wrapper, Node& child);
+
 // wrappers do) and the static widths chain reads.
 template <class Derived, class L, class InT, class OutT>
 class Wrapper : public Layer<Derived, InT, OutT> {
@@ -269,11 +257,10 @@ public:
 
 protected:
     Wrapper(const char* name, L layer)
-        : Base(std::string(name) + "(" + layer.name() + ")", {{"nO", static_nO}, {"nI", static_nI}}, {}),
-          layer_(std::move(layer)) {
+        : Base(Node::wrapper_node(name, layer, static_nO, static_nI)), layer_(std::move(layer)) {
         // A wrapper of an initialised (e.g. trained) layer is ready to use.
         if (layer_.is_initialized()) {
-            sync_dims();
+            take_child_dims(*this, layer_);
             this->mark_initialized();
         }
     }
@@ -285,10 +272,7 @@ protected:
 
     // Initialises the child on the converted samples (either may be null).
     void init_child(const typename L::In* X, const typename L::Out* Y) {
-        // A width given to the wrapper (by chain, or set_dim) reaches a child that has none.
-        if (this->has_dim("nI") && !layer_.has_dim("nI"))
-            for (const auto& n : layer_.dim_names())
-                if (n == "nI") layer_.set_dim("nI", this->get_dim("nI"));
+        give_child_width(*this, layer_);
         if constexpr (is_tarray_v<typename L::In>) {
             typename L::InView vx;
             if (X) vx = typename L::InView(*X);
@@ -296,12 +280,8 @@ protected:
         } else {
             init_child_y(X, Y);
         }
-        sync_dims();
+        take_child_dims(*this, layer_);
         this->mark_initialized();
-    }
-    void sync_dims() {
-        for (const char* d : {"nO", "nI"})
-            if (layer_.has_dim(d)) this->set_dim(d, layer_.get_dim(d), true);
     }
 
     // The layer on its input: predict for a const wrapper, the training call otherwise (the
