@@ -126,6 +126,7 @@ struct PointsToOpaque {
 struct NodeAccess;  // the loader's way in (src/serialize.cpp)
 struct ChainOps;    // a chain's type-independent parts (src/chain_store.cpp)
 struct ModelApi;    // copy / replace_node / remove_node (src/model_api.cpp)
+struct MemoryMove;  // to_gpu / to_cpu (src/model_device.cpp)
 }
 namespace lowering {
 struct ParamAccess;  // a plan's look-up of parameters and attributes by index (src/plan.cpp)
@@ -366,6 +367,7 @@ private:
     friend struct detail::NodeAccess;
     friend struct detail::ChainOps;
     friend struct detail::ModelApi;
+    friend struct detail::MemoryMove;
     friend struct lowering::ParamAccess;
 };
 
