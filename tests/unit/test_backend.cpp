@@ -454,6 +454,26 @@ TEST_CASE("backend: the run's backend (TENON_TEST_OPS) computes what the CPU's d
                  Softmax<9>({.temperature = 2.0});
     dense.initialize(X);
     CHECK(std::string(dense.ops().name()) == want);
+    // On a device backend the run is on the device: the data the tests make, the models'
+    // parameters and gradients, and what the models return all live in device memory (the
+    // device allocator's), and a host array is refused (tenon-E342).
+    const Memory mem = want == "cpu" ? Memory::host : Memory::device;
+    CHECK(X.memory() == mem);
+    CHECK(detail::memory_of(X.data()) == mem);
+    CHECK(model_memory(dense) == mem);
+    for (const Node* n : dense.walk())
+        for (const auto& name : n->param_names()) {
+            CHECK(detail::memory_of(n->get_param(name).data) == mem);
+            CHECK(detail::memory_of(n->get_grad(name).data) == mem);
+        }
+    {
+        auto probe = copy(dense);  // (a copy: the sections below see a model that has not run)
+        CHECK(probe.predict(X).memory() == mem);
+        if (mem == Memory::device) {
+            CHECK(device_memory_stats().in_use > 0);
+            CHECK_THROWS_WITH(probe.predict(to_host(X)), Catch::Contains("tenon-E342"));
+        }
+    }
     auto seq = with_array<List<Ints2d>>(concatenate(HashEmbed<8, Ints2d>(50, HashEmbedOptions{.seed = 3, .column = 0, .dropout = 0.1}),
                                                     Embed<8, Ints2d>(40, EmbedOptions{.column = 1, .dropout = 0.1})) >>
                                         LayerNorm<16>() >> Maxout<16, 16, 2>()) >>
