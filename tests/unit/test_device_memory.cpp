@@ -228,13 +228,26 @@ TEST_CASE("device models: training on the device backend equals the CPU's", "[de
         step(dev_model, od, to_device(X), to_device(dY), 100 + s);
     }
     CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-5f));
+    {
+        // A step on device data crosses once: the fused optimizer pass's segment table (one
+        // launch over every parameter; the per-parameter passes would cross nothing).
+        const Floats2d Xd = to_device(batch_x(16, 30)), dYd = to_device(batch_dy(16, 31));
+        Optimizer o2 = Adam(0.01);
+        step(dev_model, o2, Xd, dYd, 1);  // (its state made)
+        const std::size_t t0 = device_memory_stats().transfers;
+        step(dev_model, o2, Xd, dYd, 2);
+        CHECK(device_memory_stats().transfers == t0 + 1);
+    }
+    auto ref = copy(dev_model);  // (the same weights again: a copy stays on the device ...)
+    to_cpu(ref);                 // (... until moved)
+    CHECK(all_params(ref) == all_params(dev_model));
     const Floats2d X = batch_x(9, 50);
-    CHECK(close(to_host(dev_model.predict(to_device(X))), cpu_model.predict(X), 1e-5f));
+    CHECK(close(to_host(dev_model.predict(to_device(X))), ref.predict(X), 1e-5f));
     // SGD too
     Optimizer sc = SGD(0.1), sd = SGD(0.1);
-    step(cpu_model, sc, batch_x(5, 60), batch_dy(5, 61), 3);
+    step(ref, sc, batch_x(5, 60), batch_dy(5, 61), 3);
     step(dev_model, sd, to_device(batch_x(5, 60)), to_device(batch_dy(5, 61)), 3);
-    CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-5f));
+    CHECK(close(all_params(dev_model), all_params(ref), 1e-5f));
 }
 
 TEST_CASE("device backend: the fused optimizer pass equals the CPU's per-parameter steps", "[device]") {
@@ -290,6 +303,9 @@ TEST_CASE("device allocator: flat high-water mark across random batch sizes, usa
     model.initialize(batch_x(16, 1));
     Optimizer opt = Adam(0.001);
     to_gpu(model, opt, dev());
+    release_device_memory();  // (the marks from here: no other test's blocks or peaks)
+    reset_device_memory_high_water();
+    CHECK(device_memory_stats().high_water == device_memory_stats().held);
     const std::size_t B = 512;
     // warm-up: the traffic's range (training and predict), the largest batch, then smaller ones
     // down by halves
