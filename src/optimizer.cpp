@@ -297,10 +297,22 @@ ParamValues averages_of(Node& model, Optimizer& optimizer) {
 
 std::size_t detail::count_nonfinite(const float* x, std::size_t n) noexcept { return cpu::count_nonfinite(x, n); }
 
+std::size_t detail::count_nonfinite_on(const Ops* ops, const float* x, std::size_t n) {
+    if (ops && ops->memory() == Memory::device) return n ? ops->count_nonfinite(x, n) : 0;
+    return cpu::count_nonfinite(x, n);
+}
+
 void detail::throw_nonfinite_input(const char* prefix, const std::string& who, const char* call, const char* what, std::size_t count,
                                    const std::size_t* shape, std::size_t rank, long item, const float* data) {
     std::size_t size = 1;
     for (std::size_t d = 0; d < rank; ++d) size *= shape[d];
+    // (device data is read here from a host copy: this is the error's path, not the check's)
+    Floats1d staged;
+    if (size && detail::memory_of(data) == Memory::device) {
+        staged = Floats1d({size}, uninitialized, Memory::host);
+        detail::copy_bytes(staged.data(), Memory::host, data, Memory::device, size * sizeof(float));
+        data = staged.data();
+    }
     std::size_t first = 0;
     while (first < size && std::isfinite(data[first])) ++first;
     std::size_t index[8] = {};

@@ -201,6 +201,22 @@ TEST_CASE("device models: the input must be in the model's memory; the output is
     CHECK(dX.memory() == Memory::device);  // the backprop's arrays: the model's memory, whoever calls it
     CHECK(device_memory_stats().transfers == t0 + 1);  // the dY above, only
 
+    // a plan called directly works in the model's memory too, and its backprop
+    {
+        auto plan = lower(model);
+        CHECK(plan.predict(Xd).memory() == Memory::device);
+        auto [Yp, bpp] = plan.begin_update(Xd);
+        CHECK(Yp.memory() == Memory::device);
+        CHECK(bpp(to_device(batch_dy(8, 4))).memory() == Memory::device);
+    }
+    // NaN in a device input: counted on the device backend, reported with its position (tenon-E252)
+    {
+        Floats2d bad = to_device(X);
+        bad(3, 2) = std::nanf("");
+        const std::string nan_msg = error_text([&] { (void)model.predict(bad); });
+        CHECK(nan_msg.find("tenon-E252") != std::string::npos);
+        CHECK(nan_msg.find("[3, 2]") != std::string::npos);
+    }
     // the reverse: a device array to a host model
     to_cpu(model);
     CHECK(error_id([&] { (void)model.predict(Xd); }) == "tenon-E342");

@@ -528,6 +528,7 @@ public:
     private:
         In run(OutView dY, bool input_grad) const {
             plan->require_current();
+            const detail::MemoryScope memory(plan->model_->ops().memory());  // (whoever calls it)
             const lowering::PlanData& p = plan->p_;
             const std::size_t nO = p.bounds.back().width;
             In dX{};
@@ -603,6 +604,7 @@ public:
     // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
     Out predict(InView X) const {
         require_current();
+        const detail::MemoryScope memory(model_->ops().memory());  // (called directly: the model's memory)
         check_finite_input(X, "predict");
         const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
         if constexpr (seq) {
@@ -663,6 +665,7 @@ public:
     // keeps what it needs in its workspace.
     Out forward(InView X, Backprop& bp, bool copy_input) {
         require_current();
+        const detail::MemoryScope memory(model_->ops().memory());
         check_finite_input(X, "begin_update");
         const detail::FiniteCheckOff inner;
         bp.plan = this;
@@ -912,7 +915,7 @@ private:
     }
     // The model's input check (tenon-E252), as the model's own entry points make it.
     void check_finite_input(const InView& X, const char* call) const {
-        if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p_.model_name, call, X);
+        if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p_.model_name, call, X, &model_->ops());
     }
     // The head layer's output must be as wide as the plan was made for (a head layer whose
     // width changed would be caught by is_current; this names a layer that broke its own nO).

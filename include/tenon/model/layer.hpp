@@ -284,7 +284,7 @@ private:
     void check_input_finite(const InView& X, const char* call) const {
         if (detail::entry_depth == 1) {
             detail::check_input_memory(this->ops(), this->name(), call, X);
-            detail::check_finite_input("", this->name(), call, X);
+            detail::check_finite_input("", this->name(), call, X, &this->ops());
         }
     }
 
