@@ -20,7 +20,7 @@ JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); \
   m=$$(awk '/MemAvailable/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null || echo $$n); \
   [ "$$m" -lt "$$n" ] && n=$$m; [ "$$n" -lt 1 ] && n=1; echo $$n)
 
-.PHONY: all deps bench-deps build test test-gpu test-tsan test-sanitize fuzz demo demo-serve demo-langid bench bench-langid bench-compile clean
+.PHONY: all deps bench-deps build test test-gpu bench-gpu test-tsan test-sanitize fuzz demo demo-serve demo-langid bench bench-langid bench-compile clean
 
 all: build
 
@@ -47,6 +47,15 @@ test-gpu: deps
 	  -Dexamples=false -Dbench=false >/dev/null
 	ninja -C $(BUILD)-gpu -j $(JOBS)
 	@$(PY) tests/run_tests.py $(BUILD)-gpu --suite cuda --suite gpu
+
+# On a machine with an NVIDIA GPU (docs/cuda.md, "The GPU benchmark"): tenon's device backend
+# (bench/gpu_bench.cpp, in $(BUILD)-gpu) beside PyTorch eager and torch.compile on the same GPU
+# (bench/gpu_torch.py): $(BUILD)-gpu/bench-gpu.json. Without a GPU it says so and writes nothing.
+bench-gpu: deps
+	@[ -f $(BUILD)-gpu/build.ninja ] || meson setup $(BUILD)-gpu --buildtype=release -Dcuda=enabled \
+	  -Dexamples=false >/dev/null
+	ninja -C $(BUILD)-gpu -j $(JOBS) bench/gpu_bench
+	$(PY) bench/gpu_run.py --tenon $(BUILD)-gpu/bench/gpu_bench --out $(BUILD)-gpu/bench-gpu.json $(BENCH_GPU_ARGS)
 
 # The thread tests (the matrix product on 3 threads, the plan's row passes split over
 # threads, models' plans made and used from many threads, errors raised on several threads,

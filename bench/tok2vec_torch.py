@@ -43,20 +43,9 @@ log = common.make_log("tok2vec_torch")
 HASH_MULT = [0x1F8E5D2B9C4A7E31, 0x2B7E151628AED2A7, 0x3C6EF372FE94F82B, 0x1B873593CC9E2D51]
 
 
-def main(argv=None):
-    args = data.parse_args(argv, description=__doc__)
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch import nn
-    except ImportError as e:
-        log(f"PyTorch is not importable ({e}); nothing to measure")
-        return 3
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    n_threads = torch.get_num_threads()
-    system = common.system_name("pytorch", args.threads)
-    torch.manual_seed(0)
+def tagger_class(torch, nn, F):
+    """The model's torch.nn.Module class (also bench/gpu_torch.py's, on a GPU): ids and lengths
+    on the model's device."""
     width, nF, pad = data.WIDTH, data.N_FEATURES, data.WINDOW * data.DEPTH
 
     class HashEmbed(nn.Module):
@@ -99,13 +88,36 @@ def main(argv=None):
             x = self.mixer(torch.cat([e(ids) for e in self.embeds], dim=1))
             n_docs, n_words = lengths.shape[0], ids.shape[0]
             # with_array(pad): `pad` zero rows before every doc and after the last.
-            pos = torch.arange(n_words) + pad * (torch.repeat_interleave(torch.arange(n_docs), lengths) + 1)
+            dev = ids.device
+            pos = torch.arange(n_words, device=dev) + pad * (
+                torch.repeat_interleave(torch.arange(n_docs, device=dev), lengths) + 1)
             xp = x.new_zeros(n_words + pad * (n_docs + 1), width).index_copy(0, pos, x)
             for layer in self.encoder:
                 zero = xp.new_zeros(1, width)
                 window = torch.cat([torch.cat([zero, xp[:-1]]), xp, torch.cat([xp[1:], zero])], dim=1)
                 xp = xp + layer(window)
             return self.head(xp.index_select(0, pos))
+
+    return Tok2VecTagger
+
+
+def main(argv=None):
+    args = data.parse_args(argv, description=__doc__)
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+    except ImportError as e:
+        log(f"PyTorch is not importable ({e}); nothing to measure")
+        return 3
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    n_threads = torch.get_num_threads()
+    system = common.system_name("pytorch", args.threads)
+    torch.manual_seed(0)
+    width, nF, pad = data.WIDTH, data.N_FEATURES, data.WINDOW * data.DEPTH
+
+    Tok2VecTagger = tagger_class(torch, nn, F)
 
     def as_tensors(docs):
         lengths = [len(d) for d in docs]

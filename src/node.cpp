@@ -240,7 +240,7 @@ bool Node::has_param(std::string_view n) const noexcept {
 
 void Node::settle_grad(Param& p) noexcept {
     if (!p.grad_lazy_zero) return;
-    std::fill(p.grad.data(), p.grad.data() + p.grad.size(), 0.0f);
+    p.grad.fill(0.0f);  // (in the gradient's memory, host or device)
     p.grad_lazy_zero = false;
 }
 
@@ -483,6 +483,7 @@ void Node::apply_optimizer(Optimizer& optimizer) {
         }
         p.grad_lazy_zero = true;
     }
+    optimizer.end_step();
 }
 
 void Node::apply_optimizer_tree(Optimizer& optimizer) {
@@ -514,5 +515,6 @@ void Node::apply_optimizer_tree(Optimizer& optimizer) {
     walk(*this);
     walk.phase = optimizer.commit_step() ? 1 : 2;
     walk(*this);
+    optimizer.end_step();  // a backend that fuses the step runs it now, over every parameter at once
 }
 }  // namespace tenon

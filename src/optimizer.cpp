@@ -123,6 +123,7 @@ void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dV
 }
 
 void Optimizer::begin_step() noexcept {
+    pending_.clear();  // (a step that threw before its end)
     sums_.clear();
     cursor_ = 0;
     bad_count_ = 0;
@@ -156,11 +157,56 @@ void Optimizer::apply_checked(const Node& node, const std::string& name, Floats1
                               bool zero_grad) {
     const double ssq = cursor_ < sums_.size() ? sums_[cursor_++] : -1.0;  // check_gradient's, in the same order
     if (w.size() == 0) return;
-    step(node.ops(), state_[{node.id(), name}], w, g, zero_grad, ssq);
+    step(node.ops(), state_[{node.id(), name}], w, g, zero_grad, ssq, /*fuse=*/true);
+}
+
+void Optimizer::queue(const Ops& ops, bool adam, float b1, float b2, float eps, float wd) {
+    if (!pending_.empty() && (pending_ops_ != &ops || pending_adam_ != adam || pending_b1_ != b1 ||
+                              pending_b2_ != b2 || pending_eps_ != eps || pending_wd_ != wd))
+        end_step();
+    pending_ops_ = &ops;
+    pending_adam_ = adam;
+    pending_b1_ = b1;
+    pending_b2_ = b2;
+    pending_eps_ = eps;
+    pending_wd_ = wd;
+}
+
+void Optimizer::end_step() {
+    if (pending_.empty()) return;
+    const Ops& ops = *pending_ops_;
+    std::vector<OptSegment> segs;
+    segs.swap(pending_);  // (empty again even if the pass throws)
+    if (pending_adam_)
+        ops.adam_segments(segs.data(), segs.size(), pending_b1_, pending_b2_, pending_eps_, pending_wd_);
+    else
+        ops.sgd_segments(segs.data(), segs.size(), pending_wd_);
+    segs.clear();
+    pending_.swap(segs);  // keep the capacity: the next step lists as many
+}
+
+namespace {
+void move_array(Floats1d& a, Memory m) {
+    if (a.memory() == m) return;
+    Floats1d t(a.shape(), uninitialized, m);
+    detail::copy_bytes(t.data(), m, a.data(), a.memory(), a.size() * sizeof(float));
+    a = std::move(t);
+}
+}  // namespace
+
+void Optimizer::move_state(const Node& model, Memory m) {
+    for (const Node* node : model.walk())
+        for (const auto& name : node->param_names()) {
+            auto it = state_.find({node->id(), name});
+            if (it == state_.end()) continue;
+            move_array(it->second.mom1, m);
+            move_array(it->second.mom2, m);
+            move_array(it->second.average, m);
+        }
 }
 
 // One step for one parameter whose gradient is finite; ssq: its sum of squares (< 0: not known).
-void Optimizer::step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, bool zero_grad, double ssq) {
+void Optimizer::step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, bool zero_grad, double ssq, bool fuse) {
     const std::size_t n = w.size();
     if (opts_.beta2 > 0.0 && !(opts_.beta1 > 0.0))
         throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
@@ -183,31 +229,47 @@ void Optimizer::step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, b
     }
     const auto wd = static_cast<float>(opts_.L2 != 0.0 && opts_.L2_is_weight_decay ? 1.0 - opts_.learn_rate * opts_.L2
                                                                                      : 1.0);
+    // The state lives where the parameter's backend keeps its arrays (made there, or moved
+    // there when the model moved without its optimizer).
+    const Memory mem = ops.memory();
     float* A = nullptr;
     if (opts_.use_averages) {
-        if (s.average.size() != n) s.average = Floats1d({n});
+        if (s.average.size() != n) s.average = Floats1d({n}, mem);
+        move_array(s.average, mem);
         A = s.average.data();
     }
     const auto decay = static_cast<float>(std::min((1.0 + t) / (10.0 + t), 0.9999));
 
     if (opts_.beta1 > 0.0 && opts_.beta2 > 0.0) {
         if (s.mom1.size() != n) {
-            s.mom1 = Floats1d({n});
-            s.mom2 = Floats1d({n});
+            s.mom1 = Floats1d({n}, mem);
+            s.mom2 = Floats1d({n}, mem);
         }
+        move_array(s.mom1, mem);
+        move_array(s.mom2, mem);
         // Thinc folds the bias corrections into the learning rate.
         const double fix1 = 1.0 - std::pow(opts_.beta1, t), fix2 = 1.0 - std::pow(opts_.beta2, t);
         const auto b1 = static_cast<float>(opts_.beta1), b2 = static_cast<float>(opts_.beta2);
         const auto lr_t = static_cast<float>(opts_.learn_rate * std::sqrt(fix2) / fix1);
         const auto eps = static_cast<float>(opts_.eps);
         float *M1 = s.mom1.data(), *M2 = s.mom2.data();
-        ops.adam(W, G, M1, M2, A, n, gscale, b1, b2, lr_t, eps, decay, wd, zero_grad);
+        if (fuse && ops.fuses_optimizer()) {
+            queue(ops, true, b1, b2, eps, wd);
+            pending_.push_back(OptSegment{W, G, M1, M2, A, n, gscale, lr_t, decay, zero_grad});
+        } else {
+            ops.adam(W, G, M1, M2, A, n, gscale, b1, b2, lr_t, eps, decay, wd, zero_grad);
+        }
     } else if (opts_.beta2 > 0.0) {
         throw Error("Optimizer: beta2 > 0 with beta1 == 0 is not a supported optimizer; use Adam() or SGD()",
                     "tenon-E120");
     } else {
         const auto lr = static_cast<float>(opts_.learn_rate);
-        ops.sgd(W, G, A, n, gscale, lr, decay, wd, zero_grad);
+        if (fuse && ops.fuses_optimizer()) {
+            queue(ops, false, 0.0f, 0.0f, 0.0f, wd);
+            pending_.push_back(OptSegment{W, G, nullptr, nullptr, A, n, gscale, lr, decay, zero_grad});
+        } else {
+            ops.sgd(W, G, A, n, gscale, lr, decay, wd, zero_grad);
+        }
     }
 }
 
@@ -235,10 +297,22 @@ ParamValues averages_of(Node& model, Optimizer& optimizer) {
 
 std::size_t detail::count_nonfinite(const float* x, std::size_t n) noexcept { return cpu::count_nonfinite(x, n); }
 
+std::size_t detail::count_nonfinite_on(const Ops* ops, const float* x, std::size_t n) {
+    if (ops && ops->memory() == Memory::device) return n ? ops->count_nonfinite(x, n) : 0;
+    return cpu::count_nonfinite(x, n);
+}
+
 void detail::throw_nonfinite_input(const char* prefix, const std::string& who, const char* call, const char* what, std::size_t count,
                                    const std::size_t* shape, std::size_t rank, long item, const float* data) {
     std::size_t size = 1;
     for (std::size_t d = 0; d < rank; ++d) size *= shape[d];
+    // (device data is read here from a host copy: this is the error's path, not the check's)
+    Floats1d staged;
+    if (size && detail::memory_of(data) == Memory::device) {
+        staged = Floats1d({size}, uninitialized, Memory::host);
+        detail::copy_bytes(staged.data(), Memory::host, data, Memory::device, size * sizeof(float));
+        data = staged.data();
+    }
     std::size_t first = 0;
     while (first < size && std::isfinite(data[first])) ++first;
     std::size_t index[8] = {};

@@ -12,6 +12,7 @@
 
 #include "tenon/backend/device.hpp"
 #include "tenon/backend/ops.hpp"
+#include "tenon/types/device_memory.hpp"
 
 int main(int argc, char* argv[]) {
     if (const char* want = std::getenv("TENON_TEST_OPS"); want && *want && std::strcmp(want, "cpu") != 0) {
@@ -44,6 +45,11 @@ int main(int argc, char* argv[]) {
             return 2;
         }
         tenon::set_current_ops(*ops);
+        // A device backend's run puts everything on the device: every array the tests make is
+        // device memory (in the device-host build host memory handed out by the device
+        // allocator), so the models, their inputs and the data the tests compare all go through
+        // the device allocator and the entry points' memory check (docs/cuda.md).
+        tenon::set_default_memory(ops->memory());
     }
     return Catch::Session().run(argc, argv);
 }

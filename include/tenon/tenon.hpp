@@ -7,6 +7,7 @@
 #include "tenon/model/node.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/api.hpp"
+#include "tenon/model/device.hpp"
 #include "tenon/model/any_model.hpp"
 #include "tenon/init/init.hpp"
 #include "tenon/layers/linear.hpp"

@@ -13,6 +13,7 @@
 #include "device_stage.inl"
 #include "tenon/backend/device.hpp"
 #include "tenon/error.hpp"
+#include "upload.inl"
 
 namespace tenon::device_cuda {
 namespace {
@@ -43,6 +44,17 @@ bool cuda_device_present() noexcept {
 }
 const Ops& cuda_ops() noexcept {
     static const device_cuda::DeviceOps ops;
+    // The first use registers the GPU's memory (cuda_memory.cpp): device arrays then come from it.
+    static const bool registered = [] {
+        try {
+            detail::set_device_memory_provider(device_cuda::cuda_memory());
+        } catch (...) {
+            return false;  // another device backend's memory is in use (tenon-E343 at its arrays)
+        }
+        detail::set_device_ops_hint(&ops);
+        return true;
+    }();
+    (void)registered;
     return ops;
 }
 }  // namespace tenon

@@ -66,6 +66,7 @@ struct RowPass {
 
 class DeviceOps final : public Ops {
 public:
+    DeviceOps() noexcept : Ops(Memory::device) {}
     const char* name() const noexcept override;
     void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
               std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) const override;
@@ -127,11 +128,32 @@ public:
              bool zero_g) const override;
     double sum_squares(const float* x, std::size_t n) const override;
     std::size_t count_nonfinite(const float* x, std::size_t n) const override;
+    // The optimizer over every parameter of a model in one pass (one launch): the segments'
+    // table goes to the device, each value finds its segment by binary search over the starts.
+    bool fuses_optimizer() const noexcept override { return true; }
+    void adam_segments(const OptSegment* segs, std::size_t count, float b1, float b2, float eps,
+                       float wd) const override;
+    void sgd_segments(const OptSegment* segs, std::size_t count, float wd) const override;
 
     // The row passes of a resolved stage (device_ops.inl).
     void rows_forward(const RowPass& p) const;
     void rows_backward(const RowPass& p) const;
 };
+
+// Device memory for the backend's own tables (the fused optimizer's segments): a copy of
+// `bytes` of host memory in the device allocator's memory, and its release (upload.inl, g++).
+void* device_upload(const void* host, std::size_t bytes, std::size_t& capacity);
+void device_release(void* p, std::size_t capacity) noexcept;
+
+#if defined(TENON_DEVICE_CUDA)
+}  // namespace tenon::TENON_DEVICE_NS
+namespace tenon::detail {
+struct DeviceMemoryProvider;
+}
+namespace tenon::TENON_DEVICE_NS {
+// The GPU's memory for the device allocator (cuda_memory.cpp: cudaMallocAsync, cudaMemcpyAsync).
+const detail::DeviceMemoryProvider& cuda_memory() noexcept;
+#endif
 
 // The build's cuBLAS handle (one per host thread; null in the host build).
 void* blas_handle();

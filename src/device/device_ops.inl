@@ -6,6 +6,7 @@
 // sum per destination, never atomics. Included by exactly one translation unit per build
 // (kernels/device_ops.cu under nvcc, src/device/host_ops.cpp under g++ with Thrust's CPP system).
 #include <cstring>
+#include <vector>
 
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
@@ -315,6 +316,62 @@ struct Sgd {
         if (zero_g) G[i] = 0.0f;
         if (A) fn::average_one(A[i], w, decay_keep);
     }
+};
+// The fused optimizer: value i of the parameters laid end to end (starts: count + 1 offsets)
+// finds its segment by binary search and takes the same step as Adam / Sgd above.
+TENON_HD inline size_t segment_of(const size_t* starts, size_t count, size_t i) {
+    size_t lo = 0, hi = count;  // starts[lo] <= i < starts[hi]
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (starts[mid] <= i) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+struct AdamSegments {
+    const OptSegment* segs; const size_t* starts; size_t count; float b1, b2, eps, wd;
+    TENON_HD void operator()(size_t i) const {
+        const size_t k = segment_of(starts, count, i);
+        const OptSegment& s = segs[k];
+        Adam{s.W, s.G, s.m1, s.m2, s.A, s.gscale, b1, b2, s.lr, eps, s.decay_keep, wd, s.zero_g}(i - starts[k]);
+    }
+};
+struct SgdSegments {
+    const OptSegment* segs; const size_t* starts; size_t count; float wd;
+    TENON_HD void operator()(size_t i) const {
+        const size_t k = segment_of(starts, count, i);
+        const OptSegment& s = segs[k];
+        Sgd{s.W, s.G, s.A, s.gscale, s.lr, s.decay_keep, wd, s.zero_g}(i - starts[k]);
+    }
+};
+// The segments' table and their starts in one device block, freed at the end of the pass.
+class SegmentTable {
+public:
+    SegmentTable(const OptSegment* segs, size_t count) {
+        const size_t seg_bytes = count * sizeof(OptSegment), start_bytes = (count + 1) * sizeof(size_t);
+        std::vector<unsigned char> host(seg_bytes + start_bytes);
+        std::memcpy(host.data(), segs, seg_bytes);
+        size_t total = 0;
+        for (size_t i = 0; i <= count; ++i) {
+            std::memcpy(host.data() + seg_bytes + i * sizeof(size_t), &total, sizeof(size_t));
+            if (i < count) total += segs[i].n;
+        }
+        total_ = total;
+        block_ = device_upload(host.data(), host.size(), capacity_);
+        segs_ = static_cast<const OptSegment*>(block_);
+        starts_ = reinterpret_cast<const size_t*>(static_cast<const unsigned char*>(block_) + seg_bytes);
+    }
+    ~SegmentTable() { device_release(block_, capacity_); }
+    SegmentTable(const SegmentTable&) = delete;
+    SegmentTable& operator=(const SegmentTable&) = delete;
+    const OptSegment* segs() const { return segs_; }
+    const size_t* starts() const { return starts_; }
+    size_t total() const { return total_; }
+
+private:
+    void* block_ = nullptr;
+    size_t capacity_ = 0, total_ = 0;
+    const OptSegment* segs_ = nullptr;
+    const size_t* starts_ = nullptr;
 };
 struct Square {
     TENON_HD double operator()(float x) const { return double(x) * double(x); }
@@ -626,6 +683,16 @@ void DeviceOps::adam(float* W, float* G, float* m1, float* m2, float* A, size_t 
 void DeviceOps::sgd(float* W, float* G, float* A, size_t n, float gscale, float lr, float decay_keep, float wd,
                     bool zero_g) const {
     launch(n, Sgd{W, G, A, gscale, lr, decay_keep, wd, zero_g});
+}
+void DeviceOps::adam_segments(const OptSegment* segs, size_t count, float b1, float b2, float eps, float wd) const {
+    if (count == 0) return;
+    const SegmentTable t(segs, count);
+    launch(t.total(), AdamSegments{t.segs(), t.starts(), count, b1, b2, eps, wd});
+}
+void DeviceOps::sgd_segments(const OptSegment* segs, size_t count, float wd) const {
+    if (count == 0) return;
+    const SegmentTable t(segs, count);
+    launch(t.total(), SgdSegments{t.segs(), t.starts(), count, wd});
 }
 double DeviceOps::sum_squares(const float* x, size_t n) const {
     return n ? thrust::transform_reduce(thrust::device, x, x + n, Square{}, 0.0, thrust::plus<double>()) : 0.0;

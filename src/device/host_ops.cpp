@@ -8,9 +8,13 @@
 
 #include "tenon/backend/device.hpp"
 
+#include <cstring>
+#include <new>
+
 #include "device_ops.inl"
 #include "device_stage.inl"
 #include "tenon/error.hpp"
+#include "upload.inl"
 
 namespace tenon::device_host {
 
@@ -37,9 +41,36 @@ void blas_failed(int status) {
 
 }  // namespace tenon::device_host
 
+namespace tenon::device_host {
+namespace {
+// The device-host build's "device memory": host memory, 256-byte aligned as cudaMalloc's,
+// handed out through the same caching allocator (src/device_memory.cpp) as a GPU's, so that
+// the allocator, the memory tags and every transfer rule are checked without a GPU.
+void* host_device_alloc(std::size_t bytes) noexcept {
+    return ::operator new(bytes, std::align_val_t{256}, std::nothrow);
+}
+void host_device_free(void* p) noexcept { ::operator delete(p, std::align_val_t{256}); }
+void host_device_copy(void* dst, const void* src, std::size_t n, bool, bool) { std::memcpy(dst, src, n); }
+void host_device_zero(void* p, std::size_t n) { std::memset(p, 0, n); }
+const detail::DeviceMemoryProvider host_device_memory{"device-host", host_device_alloc, host_device_free,
+                                                      host_device_copy, host_device_zero, nullptr};
+}  // namespace
+}  // namespace tenon::device_host
+
 namespace tenon {
 const Ops& device_host_ops() noexcept {
     static const device_host::DeviceOps ops;
+    // The first use registers the backend's memory: device arrays then come from it.
+    static const bool registered = [] {
+        try {
+            detail::set_device_memory_provider(device_host::host_device_memory);
+        } catch (...) {
+            return false;  // another device backend's memory is in use (tenon-E343 at its arrays)
+        }
+        detail::set_device_ops_hint(&ops);
+        return true;
+    }();
+    (void)registered;
     return ops;
 }
 }  // namespace tenon

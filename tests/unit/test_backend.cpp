@@ -33,9 +33,11 @@ enum Entry : std::size_t {
     e_sum_squares, e_count_nonfinite, e_count
 };
 
-// Forwards to cpu_ops() and counts each entry.
+// Forwards to cpu_ops() and counts each entry. Its memory is the run's (the CPU reaches the
+// device-host build's device memory), so the run's data is its input.
 class CountingOps final : public Ops {
 public:
+    CountingOps() : Ops(current_ops().memory()) {}
     mutable std::array<std::atomic<std::size_t>, e_count> calls{};
     const Ops& cpu = cpu_ops();
 
@@ -211,6 +213,7 @@ public:
 // its back.
 class RefusingOps final : public Ops {
 public:
+    RefusingOps() : Ops(current_ops().memory()) {}
     const char* name() const noexcept override { return "refusing"; }
     [[noreturn]] static void no() { throw std::runtime_error("refusing backend called"); }
     void gemm(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t, const float*,
@@ -295,7 +298,8 @@ bool close(const Floats2d& a, const Floats2d& b) {
 template <class M, class In, class Eq>
 void against_cpu(M& a, const In& X, std::size_t nO, Eq eq) {
     M b = a;
-    b.set_ops(cpu_ops());
+    to_cpu(b);  // (its parameters to host memory, as its input: the run's may be device memory)
+    const auto Xh = to_host(X);
     Optimizer oa = Adam(0.01), ob = Adam(0.01);
     for (int step = 0; step < 2; ++step) {
         const Floats2d dY = random_array(a.predict(X).shape(0), nO, 40 + step);
@@ -303,7 +307,7 @@ void against_cpu(M& a, const In& X, std::size_t nO, Eq eq) {
         auto [Ya, bpa] = a.begin_update(X);
         const auto dXa = bpa(dY);
         fix_random_seed(90 + step);
-        auto [Yb, bpb] = b.begin_update(X);
+        auto [Yb, bpb] = b.begin_update(Xh);
         const auto dXb = bpb(dY);
         CHECK(eq(Ya, Yb));
         if constexpr (std::is_same_v<std::decay_t<decltype(dXa)>, Floats2d>) CHECK(eq(dXa, dXb));
@@ -313,7 +317,7 @@ void against_cpu(M& a, const In& X, std::size_t nO, Eq eq) {
         REQUIRE(pa.size() == pb.size());
         for (std::size_t i = 0; i < pa.size(); ++i) CHECK(eq(pa[i], pb[i]));
     }
-    CHECK(eq(a.predict(X), b.predict(X)));
+    CHECK(eq(a.predict(X), b.predict(Xh)));
 }
 // The same bits on `ops` as on the CPU.
 template <class M, class In>
@@ -378,8 +382,8 @@ TEST_CASE("backend: a model's ops run its plan, its layers and its optimizer", "
             const LayersOnly layers;
             CHECK_THROWS_WITH(model.predict(X), "refusing backend called");
         }
-        model.set_ops(cpu_ops());
-        CHECK(model.predict(X).shape(0) == 37);
+        to_cpu(model);
+        CHECK(model.predict(to_host(X)).shape(0) == 37);
     }
 }
 
@@ -450,6 +454,26 @@ TEST_CASE("backend: the run's backend (TENON_TEST_OPS) computes what the CPU's d
                  Softmax<9>({.temperature = 2.0});
     dense.initialize(X);
     CHECK(std::string(dense.ops().name()) == want);
+    // On a device backend the run is on the device: the data the tests make, the models'
+    // parameters and gradients, and what the models return all live in device memory (the
+    // device allocator's), and a host array is refused (tenon-E342).
+    const Memory mem = want == "cpu" ? Memory::host : Memory::device;
+    CHECK(X.memory() == mem);
+    CHECK(detail::memory_of(X.data()) == mem);
+    CHECK(model_memory(dense) == mem);
+    for (const Node* n : dense.walk())
+        for (const auto& name : n->param_names()) {
+            CHECK(detail::memory_of(n->get_param(name).data) == mem);
+            CHECK(detail::memory_of(n->get_grad(name).data) == mem);
+        }
+    {
+        auto probe = copy(dense);  // (a copy: the sections below see a model that has not run)
+        CHECK(probe.predict(X).memory() == mem);
+        if (mem == Memory::device) {
+            CHECK(device_memory_stats().in_use > 0);
+            CHECK_THROWS_WITH(probe.predict(to_host(X)), Catch::Contains("tenon-E342"));
+        }
+    }
     auto seq = with_array<List<Ints2d>>(concatenate(HashEmbed<8, Ints2d>(50, HashEmbedOptions{.seed = 3, .column = 0, .dropout = 0.1}),
                                                     Embed<8, Ints2d>(40, EmbedOptions{.column = 1, .dropout = 0.1})) >>
                                         LayerNorm<16>() >> Maxout<16, 16, 2>()) >>

@@ -13,8 +13,24 @@
 #include <cstdint>
 
 #include "tenon/backend/functors.hpp"
+#include "tenon/types/memory.hpp"
 
 namespace tenon {
+
+// One parameter's share of a fused optimizer pass (Ops::adam_segments, sgd_segments): its
+// weights, gradient, moments and average (A, m1, m2 null where unused), its length, and the
+// values that differ per parameter (the clipping scale, the learning rate with Adam's bias
+// corrections folded in, the average's weight). Every pointer is in the backend's memory.
+struct OptSegment {
+    float* W = nullptr;
+    float* G = nullptr;
+    float* m1 = nullptr;
+    float* m2 = nullptr;
+    float* A = nullptr;
+    std::size_t n = 0;
+    float gscale = 1.0f, lr = 0.0f, decay_keep = 0.0f;
+    bool zero_g = false;
+};
 
 namespace lowering {
 struct Stage;
@@ -27,6 +43,9 @@ public:
     virtual ~Ops() = default;
     // "cpu", ... (for messages and describe).
     virtual const char* name() const noexcept = 0;
+    // Where this backend's arrays live: a model on it keeps its parameters there, its calls'
+    // arrays are made there and its input must be there (docs/cuda.md, "Device arrays").
+    Memory memory() const noexcept { return memory_; }
 
     // --- Products. Row-major: C = alpha * op(A) op(B) + beta * C, op(M) = M^T when trans.
     virtual void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
@@ -154,6 +173,33 @@ public:
     // The sum of squares of x (for the gradient norm), and how many values are NaN or inf.
     virtual double sum_squares(const float* x, std::size_t n) const = 0;
     virtual std::size_t count_nonfinite(const float* x, std::size_t n) const = 0;
+    // The optimizer's step over many parameters at once (Optimizer, for a backend whose
+    // fuses_optimizer() is true: one pass, one launch on a device, over every parameter of a
+    // model): each segment as adam() / sgd() with its own gscale, lr (Adam's lr_t) and
+    // decay_keep. The default calls adam() / sgd() per segment.
+    virtual bool fuses_optimizer() const noexcept { return false; }
+    virtual void adam_segments(const OptSegment* segs, std::size_t count, float b1, float b2, float eps,
+                               float wd) const {
+        for (std::size_t i = 0; i < count; ++i) {
+            const OptSegment& s = segs[i];
+            adam(s.W, s.G, s.m1, s.m2, s.A, s.n, s.gscale, b1, b2, s.lr, eps, s.decay_keep, wd, s.zero_g);
+        }
+    }
+    virtual void sgd_segments(const OptSegment* segs, std::size_t count, float wd) const {
+        for (std::size_t i = 0; i < count; ++i) {
+            const OptSegment& s = segs[i];
+            sgd(s.W, s.G, s.A, s.n, s.gscale, s.lr, s.decay_keep, wd, s.zero_g);
+        }
+    }
+
+protected:
+    Ops() = default;
+    explicit Ops(Memory m) noexcept : memory_(m) {}
+    Ops(const Ops&) = default;
+    Ops& operator=(const Ops&) = default;
+
+private:
+    Memory memory_ = Memory::host;
 };
 
 // The CPU backend: the runtime-dispatched sgemm (src/cpu/gemm.cpp), the shared functors in

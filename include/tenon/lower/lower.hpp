@@ -502,6 +502,7 @@ public:
     private:
         In run(OutView dY, bool input_grad) const {
             plan->require_current();
+            const detail::MemoryScope memory(plan->model_->ops().memory());  // (whoever calls it)
             return Run::backward(plan->p_, plan->model_->ops(), state, reinterpret_cast<char*>(&store), dY,
                                  input_grad);
         }
@@ -510,6 +511,7 @@ public:
     // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
     Out predict(InView X) const {
         require_current();
+        const detail::MemoryScope memory(model_->ops().memory());  // (called directly: the model's memory)
         return Run::predict(p_, model_->ops(), X);
     }
 
@@ -524,6 +526,7 @@ public:
     // keeps what it needs in its workspace.
     Out forward(InView X, Backprop& bp, bool copy_input) {
         require_current();
+        const detail::MemoryScope memory(model_->ops().memory());
         bp.plan = this;
         return Run::forward(p_, model_->ops(), X, bp.state, reinterpret_cast<char*>(&bp.store), copy_input);
     }

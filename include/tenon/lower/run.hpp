@@ -99,7 +99,7 @@ private:
 
 template <class In, class Out>
 Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X) {
-    if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p.model_name, "predict", X);
+    if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p.model_name, "predict", X, &ops);
     const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
     if constexpr (seq) {
         Ints1d lengths;
@@ -149,7 +149,7 @@ Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X)
 template <class In, class Out>
 Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X, CallState& st, char* root,
                              bool copy_input) {
-    if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p.model_name, "begin_update", X);
+    if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p.model_name, "begin_update", X, &ops);
     const detail::FiniteCheckOff inner;
     if constexpr (seq) {
         (void)copy_input;  // a sequence plan keeps what it needs in its workspace

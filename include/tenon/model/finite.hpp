@@ -15,6 +15,8 @@
 
 namespace tenon {
 
+class Ops;
+
 namespace detail {
 inline constinit std::atomic<bool> check_finite_inputs_on{true};
 // Non-zero while a lowered plan runs its stages: the layers it calls see its intermediate
@@ -29,6 +31,9 @@ struct FiniteCheckOff {
 
 // How many of x[0..n) are NaN or inf (vectorised: src/cpu/optimizer_kernels.cpp).
 std::size_t count_nonfinite(const float* x, std::size_t n) noexcept;
+// The same where x lives: on the model's backend when it keeps device memory (its
+// count_nonfinite pass: a GPU's memory is not read on the host), else count_nonfinite.
+std::size_t count_nonfinite_on(const Ops* ops, const float* x, std::size_t n);
 // tenon-E252 for the input of `prefix` `who` (src/optimizer.cpp): `count` values, the first at flat index
 // `first` of an array of shape shape[0..rank); `item`: the array's index in a List, or -1.
 [[noreturn]] void throw_nonfinite_input(const char* prefix, const std::string& who, const char* call, const char* what,
@@ -48,22 +53,24 @@ concept float_list = requires { typename X::array_type; } && float_array<typenam
 
 // Counts and reports the non-finite values of x: a float array, a List of them, or a Ragged /
 // Padded of float data; any other input (ids, strings) is not checked.
+// `ops`: the model's backend (the input lives in its memory), or null for host memory.
 template <class X>
-void check_finite(const char* prefix, const std::string& who, const char* call, const X& x) {
+void check_finite(const char* prefix, const std::string& who, const char* call, const X& x,
+                  const Ops* ops = nullptr) {
     if constexpr (requires { typename X::data_type; x.data(); }) {
         if constexpr (float_array<std::remove_cvref_t<decltype(x.data())>>) {
             const auto& d = x.data();
-            if (const std::size_t bad = count_nonfinite(d.data(), d.size()))
+            if (const std::size_t bad = count_nonfinite_on(ops, d.data(), d.size()))
                 throw_nonfinite_input(prefix, who, call, "data", bad, d.shape().data(), d.shape().size(), -1, d.data());
         }
     } else if constexpr (float_array<X>) {
-        if (const std::size_t bad = count_nonfinite(x.data(), x.size()))
+        if (const std::size_t bad = count_nonfinite_on(ops, x.data(), x.size()))
             throw_nonfinite_input(prefix, who, call, "", bad, x.shape().data(), x.shape().size(), -1, x.data());
     } else if constexpr (float_list<X>) {
         std::size_t bad = 0;
         long first = -1;
         for (std::size_t i = 0; i < x.size(); ++i) {
-            const std::size_t b = count_nonfinite(x[i].data(), x[i].size());
+            const std::size_t b = count_nonfinite_on(ops, x[i].data(), x[i].size());
             if (b && first < 0) first = static_cast<long>(i);
             bad += b;
         }
@@ -76,9 +83,10 @@ void check_finite(const char* prefix, const std::string& who, const char* call, 
 
 // The check as the entry points make it: only when on, and not inside a plan.
 template <class X>
-void check_finite_input(const char* prefix, const std::string& who, const char* call, const X& x) {
+void check_finite_input(const char* prefix, const std::string& who, const char* call, const X& x,
+                        const Ops* ops = nullptr) {
     if (finite_check_off == 0 && check_finite_inputs_on.load(std::memory_order_relaxed))
-        check_finite(prefix, who, call, x);
+        check_finite(prefix, who, call, x, ops);
 }
 }  // namespace detail
 

@@ -17,6 +17,7 @@
 
 #include "tenon/model/diagnostics.hpp"
 #include "tenon/model/finite.hpp"
+#include "tenon/model/memory_check.hpp"
 #include "tenon/model/node.hpp"
 #include "tenon/optim/optimizer.hpp"
 
@@ -43,10 +44,25 @@ using sample_ptr_t = const std::remove_reference_t<View>*;
 // What begin_update and model(X, is_train) return as the backprop callback: the layer's
 // Backprop, which also names the mistake (E011) when called with dY of another data type than
 // the model's output. It converts to M::Backprop (combinators keep their children's).
+// It also runs in the memory of the model that made it (the arrays its backprop makes are
+// made there: docs/cuda.md), whoever calls it.
 template <class M>
 struct CheckedBackprop : M::Backprop {
     using Base = typename M::Backprop;
-    using Base::operator();
+    Memory tenon_memory_ = detail::current_memory();  // the model's: made inside its entry point
+    // (The OutView form also takes a braced list: backprop({dY0, dY1}) for a pair.)
+    decltype(auto) operator()(typename M::OutView dY) const
+        requires std::is_invocable_v<const Base&, typename M::OutView>
+    {
+        const detail::MemoryScope scope(tenon_memory_);
+        return Base::operator()(dY);
+    }
+    template <class D>
+        requires std::is_invocable_v<const Base&, const D&>
+    decltype(auto) operator()(const D& dY) const {
+        const detail::MemoryScope scope(tenon_memory_);
+        return Base::operator()(dY);
+    }
     template <class D>
         requires(!std::is_invocable_v<const Base&, const D&>)
     auto operator()(const D&) const {
@@ -255,6 +271,7 @@ private:
     decltype(auto) entry(F&& f) const {
         try {
             detail::EntryCall call;
+            const detail::MemoryScope memory(this->ops().memory());  // the call's arrays: the model's memory
             return f();
         } catch (Error& e) {
             detail::note_entry_error(e, *this);
@@ -263,8 +280,12 @@ private:
     }
 
     // The outermost entry point's input check (the layers inside see what the model computed).
+    // Also where the input lives: the model's backend's memory (tenon-E342).
     void check_input_finite(const InView& X, const char* call) const {
-        if (detail::entry_depth == 1) detail::check_finite_input("", this->name(), call, X);
+        if (detail::entry_depth == 1) {
+            detail::check_input_memory(this->ops(), this->name(), call, X);
+            detail::check_finite_input("", this->name(), call, X, &this->ops());
+        }
     }
 
     // forward_impl's (Y, backprop) with the backprop wrapped to check its argument's type.

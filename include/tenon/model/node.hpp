@@ -129,6 +129,7 @@ struct ModelApi;    // copy / replace_node / remove_node (src/model_api.cpp)
 class NormDropout;  // the dense layers' LayerNorm/Dropout tail (src/norm_dropout.cpp)
 struct DenseCore;   // the dense layers' passes (src/dense.cpp)
 struct MaxoutCore;  // Maxout's (src/maxout.cpp)
+struct MemoryMove;  // to_gpu / to_cpu (src/model_device.cpp)
 }
 namespace lowering {
 struct ParamAccess;  // a plan's look-up of parameters and attributes by index (src/plan.cpp)
@@ -375,6 +376,7 @@ private:
     friend class detail::NormDropout;
     friend struct detail::DenseCore;
     friend struct detail::MaxoutCore;
+    friend struct detail::MemoryMove;
     friend struct lowering::ParamAccess;
 };
 

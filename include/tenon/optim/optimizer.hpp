@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tenon/backend/ops.hpp"
 #include "tenon/model/use_params.hpp"
 #include "tenon/optim/schedules.hpp"
 #include "tenon/types/array.hpp"
@@ -68,6 +69,14 @@ public:
     bool commit_step();
     void apply_checked(const Node& node, const std::string& name, Floats1dView weights, Floats1dView gradient,
                        bool zero_grad = true);
+    // The end of finish_update's step: on a backend that fuses the optimizer (the device
+    // backend: Ops::fuses_optimizer), apply_checked only lists each parameter's segment and
+    // this runs them all in one pass (Ops::adam_segments / sgd_segments).
+    void end_step();
+    // Moves this optimizer's state for `model`'s parameters (moments, averages) to memory `m`
+    // (to_gpu / to_cpu with the optimizer do it). A step also moves a parameter's state to its
+    // backend's memory when it finds it elsewhere.
+    void move_state(const Node& model, Memory m);
 
     double learn_rate() const noexcept { return opts_.learn_rate; }
     // Throws tenon-E251 for a learning rate that is NaN, inf or negative.
@@ -94,7 +103,15 @@ private:
         Floats1d mom1, mom2, average;
     };
     // The passes run on the parameter's backend (its node's ops(); update(): the CPU's).
-    void step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, bool zero_grad, double sum_squares);
+    void step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, bool zero_grad, double sum_squares,
+              bool fuse = false);
+    // A segment of another backend or other shared values than those listed runs them first.
+    void queue(const Ops& ops, bool adam, float b1, float b2, float eps, float wd);
+    // The segments of the step in progress on a fusing backend (end_step runs them).
+    std::vector<OptSegment> pending_;
+    const Ops* pending_ops_ = nullptr;
+    bool pending_adam_ = true;
+    float pending_b1_ = 0, pending_b2_ = 0, pending_eps_ = 0, pending_wd_ = 0;
 
     struct Scheduled {
         std::string option;

@@ -16,6 +16,7 @@
 
 #include "tenon/error.hpp"
 #include "tenon/model/diagnostics.hpp"
+#include "tenon/types/device_memory.hpp"
 
 // TENON_ASAN: 1 when compiled with AddressSanitizer (g++ or clang++), else 0. Array memory
 // then bypasses tenon's block cache (src/alloc.cpp), so ASan sees every use after free.
@@ -187,9 +188,17 @@ struct CacheAllocator {
     }
 };
 
+// An array's storage: its block's size and where it lives (the memory tag: host blocks come
+// from the block cache, device blocks from the device allocator, types/device_memory.hpp).
 struct ArrayDelete {
-    std::size_t capacity = 0;  // the block's size (array_alloc's)
-    void operator()(void* p) const noexcept { array_free(p, capacity); }
+    std::size_t capacity = 0;  // the block's size (array_alloc's or device_alloc's)
+    Memory where = Memory::host;
+    void operator()(void* p) const noexcept {
+        if (where == Memory::host)
+            array_free(p, capacity);
+        else
+            device_free(p, capacity);
+    }
 };
 }  // namespace detail
 
@@ -214,7 +223,12 @@ struct uninitialized_t {
 inline constexpr uninitialized_t uninitialized{};
 
 // An owning, 64-byte aligned array. Copies are deep; moves are cheap. Zero-filled unless
-// constructed with `uninitialized`.
+// constructed with `uninitialized`. Its memory is the host's or the device's (memory(): the
+// tag its storage carries, docs/cuda.md): a new array gets detail::current_memory() (the
+// model's inside a model's calls, else set_default_memory's) unless a Memory is given; a copy
+// keeps its source's; to_device / to_host (model/device.hpp) move arrays between the two.
+// Element access reads the memory on the host: for device arrays that works only where the
+// device's memory is host memory (the device-host build) or managed.
 template <class T, std::size_t... Ext>
 class Array {
     static_assert(std::is_arithmetic_v<T>, "tenon arrays hold arithmetic values");
@@ -235,12 +249,21 @@ public:
         detail::check_extents<Ext...>(shape_);
         allocate(false);
     }
+    // In the given memory.
+    Array(const shape_type& shape, Memory m) : shape_(shape) {
+        detail::check_extents<Ext...>(shape_);
+        allocate(true, m);
+    }
+    Array(const shape_type& shape, uninitialized_t, Memory m) : shape_(shape) {
+        detail::check_extents<Ext...>(shape_);
+        allocate(false, m);
+    }
     Array(const shape_type& shape, std::initializer_list<T> values) : Array(shape, uninitialized) {
         if (values.size() != size())
             throw ShapeError("array: " + std::to_string(values.size()) + " values given for shape " +
                                  detail::shape_str(shape_),
                              "tenon-E102");
-        std::copy(values.begin(), values.end(), data_.get());
+        detail::copy_bytes(data_.get(), memory(), values.begin(), Memory::host, size() * sizeof(T));
     }
     // Deep copy of any view with compatible extents.
     template <class U, std::size_t... E2>
@@ -249,24 +272,26 @@ public:
         // E013 where a static extent of the view differs from the array's.
         if constexpr (!(detail::extent_compatible<Ext, E2> && ...))
             static_assert(sizeof(check::array_extents<check::name_t<Array>, check::name_t<ArrayView<U, E2...>>>) > 0);
-        if (size()) std::memcpy(data_.get(), v.data(), size() * sizeof(T));
+        detail::copy_bytes(data_.get(), memory(), v.data(), detail::memory_of(v.data()), size() * sizeof(T));
     }
 
-    Array(const Array& o) : Array(o.shape_, uninitialized) {
-        if (size()) std::memcpy(data_.get(), o.data_.get(), size() * sizeof(T));
+    // A copy lives where its source does.
+    Array(const Array& o) : Array(o.shape_, uninitialized, o.memory()) {
+        detail::copy_bytes(data_.get(), memory(), o.data_.get(), o.memory(), size() * sizeof(T));
     }
     Array(Array&& o) noexcept : data_(std::move(o.data_)), shape_(o.shape_), capacity_(o.capacity_) {
         o.shape_ = detail::default_shape<Ext...>();
         o.capacity_ = 0;
         if constexpr (((Ext == dyn) || ...)) {
         } else {
-            o.allocate(false);  // keep the moved-from fixed-shape array valid
+            o.allocate(false, memory());  // keep the moved-from fixed-shape array valid
         }
     }
     Array& operator=(const Array& o) {
         if (this != &o) {
+            if (memory() != o.memory()) return *this = Array(o);  // a copy lives where its source does
             resize(o.shape_, uninitialized);
-            if (size()) std::memcpy(data_.get(), o.data_.get(), size() * sizeof(T));
+            detail::copy_bytes(data_.get(), memory(), o.data_.get(), o.memory(), size() * sizeof(T));
         }
         return *this;
     }
@@ -279,7 +304,7 @@ public:
         o.capacity_ = 0;
         if constexpr (((Ext == dyn) || ...)) {
         } else {
-            o.allocate(false);  // as the move constructor: a fixed-shape array never has a null buffer
+            o.allocate(false, memory());  // as the move constructor: a fixed-shape array never has a null buffer
         }
         return *this;
     }
@@ -293,7 +318,7 @@ public:
             const shape_type old = shape_;
             shape_ = shape;
             try {
-                allocate(false);
+                allocate(false, memory());
             } catch (...) {
                 shape_ = old;  // the array as it was (allocate changes nothing else when it throws)
                 throw;
@@ -306,7 +331,14 @@ public:
         resize(shape, uninitialized);
         fill(T{});
     }
-    void fill(T v) noexcept { std::fill(data_.get(), data_.get() + size(), v); }
+    void fill(T v) {
+        if (memory() == Memory::host)
+            std::fill(data_.get(), data_.get() + size(), v);
+        else
+            detail::fill_device(data_.get(), size(), &v, sizeof(T));
+    }
+    // Where the array's memory lives (the tag its storage carries).
+    Memory memory() const noexcept { return data_.get_deleter().where; }
 
     T* data() noexcept { return data_.get(); }
     const T* data() const noexcept { return data_.get(); }
@@ -385,21 +417,32 @@ private:
     }
     // A buffer for shape_: tenon-E240 when its size overflows, tenon-E241 when the system has
     // no memory for it (the array is then unchanged).
-    void allocate(bool zero) {
+    // A device block that cannot be had (the allocator's cap, the device's memory) is
+    // tenon-E341 (the array is then unchanged too).
+    void allocate(bool zero, Memory where = detail::current_memory()) {
         const std::size_t bytes = detail::checked_bytes(shape_.data(), rank, sizeof(T));
         const std::size_t n = bytes / sizeof(T);
         T* p = nullptr;
         std::size_t block = 0;
         if (n) {
-            try {
-                p = static_cast<T*>(detail::array_alloc(bytes, block));
-            } catch (const std::bad_alloc&) {
-                detail::throw_alloc_failed(bytes, detail::shape_str(shape_));
+            if (where == Memory::host) {
+                try {
+                    p = static_cast<T*>(detail::array_alloc(bytes, block));
+                } catch (const std::bad_alloc&) {
+                    detail::throw_alloc_failed(bytes, detail::shape_str(shape_));
+                }
+            } else if (!(p = static_cast<T*>(detail::device_alloc(bytes, block)))) {
+                detail::throw_device_alloc_failed(bytes, detail::shape_str(shape_).c_str());
             }
         }
-        data_ = std::unique_ptr<T[], detail::ArrayDelete>(p, detail::ArrayDelete{block});
+        data_ = std::unique_ptr<T[], detail::ArrayDelete>(p, detail::ArrayDelete{block, where});
         capacity_ = block / sizeof(T);  // a cached block may be larger than asked: resize may use it
-        if (zero && n) std::memset(data_.get(), 0, bytes);
+        if (zero && n) {
+            if (where == Memory::host)
+                std::memset(data_.get(), 0, bytes);
+            else
+                detail::zero_bytes_device(data_.get(), bytes);
+        }
     }
 
     std::unique_ptr<T[], detail::ArrayDelete> data_;
