@@ -112,6 +112,25 @@ def parse_args(argv=None, description=None, threads_help="threads (0 = library d
     return args
 
 
+def import_torch(log):
+    """(torch, torch.nn.functional, torch.nn), or None after saying why (PyTorch missing)."""
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+    except ImportError as e:
+        log(f"PyTorch is not importable ({e}); nothing to measure")
+        return None
+    return torch, F, nn
+
+
+def torch_threads(torch, threads):
+    """torch.set_num_threads(threads) unless 0 (the library's default); the threads it uses."""
+    if threads > 0:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
 def make_log(tag):
     """A log(msg) that writes "[tag] msg" to stderr (progress; stdout carries the records)."""
     def log(msg):

@@ -39,16 +39,12 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        import torch
-        from torch import nn
-    except ImportError as e:
-        log(f"PyTorch is not importable ({e}); nothing to measure")
+    modules = common.import_torch(log)
+    if modules is None:
         return 3
+    torch, _, nn = modules
 
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    n_threads = torch.get_num_threads()
+    n_threads = common.torch_threads(torch, args.threads)
     system = common.system_name("pytorch", args.threads)
     torch.manual_seed(args.seed)
 

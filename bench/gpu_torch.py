@@ -46,13 +46,10 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch import nn
-    except ImportError as e:
-        log(f"PyTorch is not importable ({e}); nothing to measure")
+    modules = common.import_torch(log)
+    if modules is None:
         return 3
+    torch, F, nn = modules
     if args.device == "cuda" and not torch.cuda.is_available():
         log("no CUDA GPU is visible to PyTorch; nothing measured")
         return 77

@@ -103,16 +103,11 @@ def tagger_class(torch, nn, F):
 
 def main(argv=None):
     args = data.parse_args(argv, description=__doc__)
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch import nn
-    except ImportError as e:
-        log(f"PyTorch is not importable ({e}); nothing to measure")
+    modules = common.import_torch(log)
+    if modules is None:
         return 3
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    n_threads = torch.get_num_threads()
+    torch, F, nn = modules
+    n_threads = common.torch_threads(torch, args.threads)
     system = common.system_name("pytorch", args.threads)
     torch.manual_seed(0)
     width, nF, pad = data.WIDTH, data.N_FEATURES, data.WINDOW * data.DEPTH
