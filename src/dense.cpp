@@ -83,9 +83,13 @@ std::pair<Floats2d, DenseBackprop> DenseCore::forward(Node& layer, NormDropout& 
     return {std::move(out), std::move(bp)};
 }
 
+void check_softmax_temperature(double t) {
+    if (!(t > 0.0)) throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
+}
+
 float softmax_inv_temperature(const Node& layer) {
     const double t = layer.attr_as<double>("softmax_temperature");
-    if (!(t > 0.0)) throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
+    check_softmax_temperature(t);
     return t != 1.0 ? static_cast<float>(1.0 / t) : 1.0f;
 }
 

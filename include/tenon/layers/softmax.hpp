@@ -64,10 +64,7 @@ public:
     float inv_temperature() const { return detail::softmax_inv_temperature(*this); }
 
 private:
-    static void check_temperature(double t) {
-        if (!(t > 0.0))
-            throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
-    }
+    static void check_temperature(double t) { detail::check_softmax_temperature(t); }
 
     // Outside training with normalize_outputs off, the output is the logits and there is no
     // backward pass (Thinc's semantics).

@@ -88,6 +88,8 @@ struct DenseCore {
     // Adds to W's and b's gradients; dX when not null.
     static void backward(const DenseBackprop& bp, Floats2dCView dY, float* dX);
 };
+// tenon-E113 unless a Softmax's temperature is > 0.
+void check_softmax_temperature(double t);
 // 1 / the temperature of a Softmax (node attribute softmax_temperature), checked > 0.
 float softmax_inv_temperature(const Node& layer);
 
