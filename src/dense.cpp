@@ -53,8 +53,12 @@ void DenseCore::init(Node& layer, const Init& init_W, const Init& init_b, NormDr
 void DenseCore::activate(const Node& layer, Activation act, bool softmax_rows, Floats2dCView X, float* Y, float* Z) {
     const Ops& ops = layer.ops();
     const std::size_t rows = X.shape(0), nO = layer.dim(0);
-    affine_product(ops, X, layer.param(0).value.data(), nO, Y);
-    ops.bias_activate(act, Y, layer.param(1).value.data(), rows, nO, Z);
+    const float* W = layer.param(0).value.data();
+    const float* b = layer.param(1).value.data();
+    // Bias and activation in the product's epilogue where the backend has one (Ops::gemm_bias_act).
+    if (!Z && !softmax_rows && ops.gemm_bias_act(act, rows, nO, X.shape(1), X.data(), W, b, Y)) return;
+    affine_product(ops, X, W, nO, Y);
+    ops.bias_activate(act, Y, b, rows, nO, Z);
     if (softmax_rows) ops.softmax_rows(Y, rows, nO, softmax_inv_temperature(layer));
 }
 

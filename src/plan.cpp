@@ -101,11 +101,14 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
 
 void product_forward(const Stage& s, const StageParams& sp, const Ctx& c) {
     const float* X = c.act(s.in);
-    if (s.prim == Prim::dense)
+    if (s.prim == Prim::dense) {
+        if (bias_act_epilogue(s, sp, c) && c.ops->gemm_bias_act(s.act, c.rows, s.nO, s.nI, X, sp.W, sp.b, c.act(s.out)))
+            return;
         c.ops->gemm(false, true, c.rows, s.nO, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.act(s.out), s.nO);
-    else
+    } else {
         c.ops->gemm(false, true, c.rows, s.nO * s.nP, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.buf(c.p->zs),
                    s.nO * s.nP);
+    }
 }
 
 void product_backward(const Stage& s, const StageParams& sp, const Ctx& c) {

@@ -1,6 +1,6 @@
 // The CUDA build's host side (checked only on a GPU: docs/cuda.md): the plan's stages resolved
-// for kernels/device_ops.cu (device_stage.inl, g++), the cuBLAS handle per host thread, and
-// cuda_ops(). Compiled by g++ against CUDA's headers and linked with cudart and cuBLAS.
+// for kernels/device_ops.cu (device_stage.inl, g++), the cuBLAS and cuBLASLt handles per host thread, and
+// cuda_ops(). Compiled by g++ against CUDA's headers and linked with cudart, cuBLAS and cuBLASLt.
 #define TENON_DEVICE_NS device_cuda
 #define TENON_DEVICE_CUDA 1
 
@@ -26,14 +26,27 @@ struct Handle {
         if (h) cublasDestroy(h);
     }
 };
+struct LtHandle {
+    cublasLtHandle_t h = nullptr;
+    LtHandle() {
+        if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) throw Error("tenon: cublasLtCreate failed (no usable GPU?)");
+    }
+    ~LtHandle() {
+        if (h) cublasLtDestroy(h);
+    }
+};
 }  // namespace
 
 void* blas_handle() {
     thread_local Handle handle;
     return handle.h;
 }
+void* lt_handle() {
+    thread_local LtHandle handle;
+    return handle.h;
+}
 void blas_failed(int status) {
-    throw Error("tenon: cublasSgemm failed (status " + std::to_string(status) + ")");
+    throw Error("tenon: a cuBLAS / cuBLASLt call failed (status " + std::to_string(status) + ")");
 }
 }  // namespace tenon::device_cuda
 

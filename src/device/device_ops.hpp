@@ -43,6 +43,7 @@ struct RowOp {
 struct RowPass {
     RowPrim prim = RowPrim::none;
     Activation act = Activation::identity;
+    bool bias_done = false;  // dense: the product's epilogue added the bias and applied act (gemm_bias_act)
     bool softmax = false, normalize = true, act_needs_y = false, train = false, dx_assign = true;
     float k = 1.0f;
     std::size_t n = 0, nP = 1, rows = 0;
@@ -70,6 +71,13 @@ public:
     const char* name() const noexcept override;
     void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
               std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) const override;
+    // cuBLASLt's BIAS / RELU_BIAS epilogue (identity and relu; others: false).
+    bool gemm_bias_act(Activation act, std::size_t m, std::size_t n, std::size_t k, const float* X, const float* W,
+                       const float* b, float* Y) const override;
+    // Whether gemm_bias_act takes this product (stage_forward_rows asks it again, to skip the bias and activation).
+    static bool takes_bias_act(Activation act, std::size_t m, std::size_t n, std::size_t k) noexcept {
+        return (act == Activation::identity || act == Activation::relu) && m > 0 && n > 0 && k > 0;
+    }
     void bias_activate(Activation act, float* Y, const float* b, std::size_t rows, std::size_t n,
                        float* Z) const override;
     void activate(Activation act, const float* X, float* Y, std::size_t n) const override;
@@ -155,8 +163,9 @@ namespace tenon::TENON_DEVICE_NS {
 const detail::DeviceMemoryProvider& cuda_memory() noexcept;
 #endif
 
-// The build's cuBLAS handle (one per host thread; null in the host build).
+// The build's cuBLAS and cuBLASLt handles (one per host thread; null in the host build).
 void* blas_handle();
+void* lt_handle();
 // Throws tenon's error for a failed cuBLAS call (status: its cublasStatus_t).
 [[noreturn]] void blas_failed(int status);
 

@@ -392,9 +392,10 @@ struct StageForward {
         float* o = p.O + r * n;
         switch (p.prim) {
             case RowPrim::dense:
-                fn::with_activation(p.act, [&](auto f) {
-                    fn::bias_activate_row(f, o, p.b, n, p.zsave ? p.zsave + r * n : nullptr);
-                });
+                if (!p.bias_done)
+                    fn::with_activation(p.act, [&](auto f) {
+                        fn::bias_activate_row(f, o, p.b, n, p.zsave ? p.zsave + r * n : nullptr);
+                    });
                 if (p.softmax && p.normalize) fn::softmax_row(o, n, p.k);
                 break;
             case RowPrim::maxout:
@@ -477,7 +478,10 @@ struct DenseBackward {
 
 const char* DeviceOps::name() const noexcept { return TENON_DEVICE_NAME; }
 
-void DeviceOps::rows_forward(const RowPass& p) const { launch(p.rows, StageForward{p}); }
+void DeviceOps::rows_forward(const RowPass& p) const {
+    if (p.prim == RowPrim::dense && p.bias_done && !p.softmax && !p.ysave && p.nops == 0) return;  // nothing left
+    launch(p.rows, StageForward{p});
+}
 
 void DeviceOps::rows_backward(const RowPass& p) const {
     const size_t n = p.n, rows = p.rows, all = rows * n;
@@ -544,6 +548,46 @@ void DeviceOps::gemm(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha
     // The caller may read C on the host next (no device arrays yet: docs/cuda.md).
     if (cudaStreamSynchronize(nullptr) != cudaSuccess) blas_failed(-1);
 #endif
+}
+
+// Row-major Y (m x n) = act(X W^T + b) is column-major D (n x m, ld n) = act(op(A) op(B) + bias) with
+// A = W (column-major k x n, ld k; op T), B = X (column-major k x m, ld k; op N): cuBLASLt's bias has
+// one value per row of D, broadcast along its columns, added before the ReLU.
+bool DeviceOps::gemm_bias_act(Activation act, size_t m, size_t n, size_t k, const float* X, const float* W,
+                              const float* b, float* Y) const {
+    if (!takes_bias_act(act, m, n, k) || !b) return false;
+    struct Guard {
+        cublasLtMatmulDesc_t desc = nullptr;
+        cublasLtMatrixLayout_t a = nullptr, bl = nullptr, d = nullptr;
+        ~Guard() {
+            if (d) cublasLtMatrixLayoutDestroy(d);
+            if (bl) cublasLtMatrixLayoutDestroy(bl);
+            if (a) cublasLtMatrixLayoutDestroy(a);
+            if (desc) cublasLtMatmulDescDestroy(desc);
+        }
+    } g;
+    const auto ok = [](cublasStatus_t st) {
+        if (st != CUBLAS_STATUS_SUCCESS) blas_failed(static_cast<int>(st));
+    };
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const cublasLtEpilogue_t epi = act == Activation::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    const void* bias = b;
+    ok(cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    ok(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    ok(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    ok(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    ok(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    const auto i64 = [](size_t v) { return static_cast<std::int64_t>(v); };
+    ok(cublasLtMatrixLayoutCreate(&g.a, CUDA_R_32F, k, n, i64(k)));
+    ok(cublasLtMatrixLayoutCreate(&g.bl, CUDA_R_32F, k, m, i64(k)));
+    ok(cublasLtMatrixLayoutCreate(&g.d, CUDA_R_32F, n, m, i64(n)));
+    const float alpha = 1.0f, beta = 0.0f;
+    ok(cublasLtMatmul(static_cast<cublasLtHandle_t>(lt_handle()), g.desc, &alpha, W, g.a, X, g.bl, &beta, Y, g.d, Y,
+                      g.d, nullptr, nullptr, 0, nullptr));
+#if defined(TENON_DEVICE_CUDA)
+    if (cudaStreamSynchronize(nullptr) != cudaSuccess) blas_failed(-1);
+#endif
+    return true;
 }
 
 void DeviceOps::bias_activate(Activation act, float* Y, const float* b, size_t rows, size_t n, float* Z) const {

@@ -8,6 +8,8 @@
 
 #include "tenon/backend/device.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -34,7 +36,100 @@ cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t transa, cublasOpera
     return CUBLAS_STATUS_SUCCESS;
 }
 
+// cuBLASLt's matmul with the BIAS / RELU_BIAS epilogue, column-major: D (m x n, ldd) =
+// epilogue(alpha op(A) op(B) + beta C), the bias (m values, one per row of D) broadcast along
+// D's columns and added before the ReLU; the layouts checked against the operations' shapes as
+// cuBLASLt checks them. The product is the host cuBLAS's above; the epilogue is the CPU
+// backend's row function over D's columns (the row-major rows), so the device-host build
+// computes the CPU's bits.
+struct cublasLtMatmulDescOpaque_t {
+    cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    const float* bias = nullptr;
+};
+struct cublasLtMatrixLayoutOpaque_t {
+    std::uint64_t rows = 0, cols = 0;
+    std::int64_t ld = 0;
+};
+namespace {
+std::atomic<std::size_t> lt_calls{0};
+}
+std::size_t lt_matmul_calls() noexcept { return lt_calls.load(std::memory_order_relaxed); }
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute, cudaDataType_t scale) {
+    if (!desc || compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_INVALID_VALUE;
+    *desc = new cublasLtMatmulDescOpaque_t{};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+    delete desc;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                                              const void* buf, std::size_t bytes) {
+    if (!desc || !buf) return CUBLAS_STATUS_INVALID_VALUE;
+    const auto take = [&](auto& field) {
+        if (bytes != sizeof(field)) return CUBLAS_STATUS_INVALID_VALUE;
+        std::memcpy(&field, buf, bytes);
+        return CUBLAS_STATUS_SUCCESS;
+    };
+    switch (attr) {
+        case CUBLASLT_MATMUL_DESC_TRANSA: return take(desc->ta);
+        case CUBLASLT_MATMUL_DESC_TRANSB: return take(desc->tb);
+        case CUBLASLT_MATMUL_DESC_EPILOGUE: return take(desc->epilogue);
+        case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return take(desc->bias);
+    }
+    return CUBLAS_STATUS_INVALID_VALUE;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType_t type, std::uint64_t rows,
+                                          std::uint64_t cols, std::int64_t ld) {
+    if (!layout || type != CUDA_R_32F || ld < 0 || (rows > 0 && std::uint64_t(ld) < rows)) return CUBLAS_STATUS_INVALID_VALUE;
+    *layout = new cublasLtMatrixLayoutOpaque_t{rows, cols, ld};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+    delete layout;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
+                              cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,
+                              const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
+                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t*, void*, std::size_t,
+                              cudaStream_t) {
+    if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc || !alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
+    const bool ta = desc->ta != CUBLAS_OP_N, tb = desc->tb != CUBLAS_OP_N;
+    const std::uint64_t m = ta ? Adesc->cols : Adesc->rows, k = ta ? Adesc->rows : Adesc->cols;
+    const std::uint64_t kb = tb ? Bdesc->cols : Bdesc->rows, n = tb ? Bdesc->rows : Bdesc->cols;
+    if (k != kb || Ddesc->rows != m || Ddesc->cols != n || Cdesc->rows != m || Cdesc->cols != n)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    const bool with_bias = desc->epilogue == CUBLASLT_EPILOGUE_BIAS || desc->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+    const bool relu = desc->epilogue == CUBLASLT_EPILOGUE_RELU || desc->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+    if (!with_bias && !relu && desc->epilogue != CUBLASLT_EPILOGUE_DEFAULT) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (with_bias && !desc->bias) return CUBLAS_STATUS_INVALID_VALUE;
+    float* d = static_cast<float*>(D);
+    const auto ldd = static_cast<std::size_t>(Ddesc->ld);
+    if (C != D && *static_cast<const float*>(beta) != 0.0f)
+        for (std::uint64_t j = 0; j < n; ++j)
+            std::memcpy(d + j * ldd, static_cast<const float*>(C) + j * std::size_t(Cdesc->ld), m * sizeof(float));
+    const auto z = [](std::uint64_t v) { return static_cast<int>(v); };
+    const cublasStatus_t st = cublasSgemm(nullptr, desc->ta, desc->tb, z(m), z(n), z(k), static_cast<const float*>(alpha),
+                                          static_cast<const float*>(A), z(std::uint64_t(Adesc->ld)),
+                                          static_cast<const float*>(B), z(std::uint64_t(Bdesc->ld)),
+                                          static_cast<const float*>(beta), d, z(ldd));
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    for (std::uint64_t j = 0; j < n; ++j) {  // column j of D: row j of the row-major result
+        float* col = d + j * ldd;
+        if (with_bias && relu) fn::bias_activate_row(fn::Relu{}, col, desc->bias, m, nullptr);
+        else if (with_bias) fn::bias_activate_row(fn::Identity{}, col, desc->bias, m, nullptr);
+        else if (relu)
+            for (std::uint64_t i = 0; i < m; ++i) col[i] = fn::Relu{}(col[i]);
+    }
+    lt_calls.fetch_add(1, std::memory_order_relaxed);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 void* blas_handle() { return nullptr; }
+void* lt_handle() { return nullptr; }
 void blas_failed(int status) {
     throw Error("tenon: the device backend's cuBLAS call failed (status " + std::to_string(status) + ")");
 }

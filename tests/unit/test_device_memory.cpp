@@ -385,3 +385,78 @@ TEST_CASE("device allocator: out of memory at the cap is tenon-E341 and the mode
     step(model, opt, bigX, bigdY, 2);  // without the cap the large batch fits
     CHECK(device_memory_stats().limit == 0);
 }
+
+#include "../../src/device/blas.hpp"  // the host cuBLASLt (its checks and its count of matmuls)
+
+TEST_CASE("device backend: a dense layer's bias and ReLU in cuBLASLt's epilogue", "[device]") {
+    // The entry alone: Y = act(X W^T + b) through cuBLASLt's column-major translation, the
+    // CPU's product and row pass's bits; an activation without an epilogue is declined.
+    const std::size_t m = 7, n = 5, k = 3;
+    const Floats2d X = random_array(m, k, 1), W = random_array(n, k, 2), b = random_array(1, n, 3);
+    for (const Activation act : {Activation::relu, Activation::identity}) {
+        Floats2d want({m, n}), got({m, n});
+        cpu_ops().gemm(false, true, m, n, k, 1.0f, X.data(), k, W.data(), k, 0.0f, want.data(), n);
+        cpu_ops().bias_activate(act, want.data(), b.data(), m, n, nullptr);
+        const std::size_t calls = device_host::lt_matmul_calls();
+        REQUIRE(dev().gemm_bias_act(act, m, n, k, X.data(), W.data(), b.data(), got.data()));
+        CHECK(device_host::lt_matmul_calls() == calls + 1);
+        CHECK(std::vector<float>(got.begin(), got.end()) == std::vector<float>(want.begin(), want.end()));
+    }
+    Floats2d Y({m, n});
+    CHECK_FALSE(dev().gemm_bias_act(Activation::gelu, m, n, k, X.data(), W.data(), b.data(), Y.data()));
+    CHECK_FALSE(cpu_ops().gemm_bias_act(Activation::relu, m, n, k, X.data(), W.data(), b.data(), Y.data()));
+    {
+        // The host cuBLASLt checks the layouts against the operations, as cuBLASLt does: a wrong
+        // translation in the backend fails there (the backend then throws).
+        using namespace device_host;
+        cublasLtMatmulDesc_t desc = nullptr;
+        cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+        REQUIRE(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+        const cublasOperation_t t = CUBLAS_OP_T;
+        REQUIRE(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)) == CUBLAS_STATUS_SUCCESS);
+        REQUIRE(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, k, n, std::int64_t(k)) == CUBLAS_STATUS_SUCCESS);
+        REQUIRE(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, k, m, std::int64_t(k)) == CUBLAS_STATUS_SUCCESS);
+        REQUIRE(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, std::int64_t(m)) == CUBLAS_STATUS_SUCCESS);  // D is n x m
+        const float one = 1.0f, zero = 0.0f;
+        CHECK(cublasLtMatmul(nullptr, desc, &one, W.data(), la, X.data(), lb, &zero, Y.data(), ld, Y.data(), ld, nullptr,
+                             nullptr, 0, nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+        cublasLtMatrixLayout_t bad = nullptr;
+        CHECK(cublasLtMatrixLayoutCreate(&bad, CUDA_R_32F, n, m, std::int64_t(n - 1)) == CUBLAS_STATUS_INVALID_VALUE);
+        cublasLtMatrixLayoutDestroy(ld);
+        cublasLtMatrixLayoutDestroy(lb);
+        cublasLtMatrixLayoutDestroy(la);
+        cublasLtMatmulDescDestroy(desc);
+    }
+
+    // Through a model's plan and its layers: the Relu and Linear layers' products take the
+    // epilogue (and their layer norm and dropout still run after it), Softmax's does not; the
+    // results are the CPU backend's.
+    auto cpu_model = make_mlp();
+    to_cpu(cpu_model);
+    cpu_model.initialize(batch_x(16, 1));
+    auto dev_model = copy(cpu_model);
+    Optimizer oc = Adam(0.01), od = Adam(0.01);
+    to_gpu(dev_model, od, dev());
+    const Floats2d Xp = batch_x(9, 5);
+    std::size_t calls = device_host::lt_matmul_calls();
+    const Floats2d P = to_host(dev_model.predict(to_device(Xp)));
+    CHECK(device_host::lt_matmul_calls() == calls + 2);
+    CHECK(close(P, cpu_model.predict(Xp), 1e-6f));
+    for (int s = 0; s < 3; ++s) {
+        const Floats2d Xs = batch_x(11 + s, 40 + s), dY = batch_dy(11 + s, 50 + s);
+        step(cpu_model, oc, Xs, dY, 200 + s);
+        calls = device_host::lt_matmul_calls();
+        step(dev_model, od, to_device(Xs), to_device(dY), 200 + s);
+        CHECK(device_host::lt_matmul_calls() == calls + 2);
+    }
+    CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-5f));
+    {  // the layers alone (no plan) take it too
+        const LayersOnly layers;
+        calls = device_host::lt_matmul_calls();
+        const Floats2d Pl = to_host(dev_model.predict(to_device(Xp)));
+        CHECK(device_host::lt_matmul_calls() == calls + 2);
+        auto ref = copy(dev_model);
+        to_cpu(ref);
+        CHECK(close(Pl, ref.predict(Xp), 1e-6f));
+    }
+}

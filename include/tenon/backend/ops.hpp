@@ -51,6 +51,17 @@ public:
     virtual void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
                       const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
                       std::size_t ldc) const = 0;
+    // A dense layer's forward product with its bias and activation in the product's epilogue:
+    // Y (m x n) = act(X (m x k) W^T + b), W (n x k), b (n), all contiguous. A backend that has
+    // such an epilogue for `act` (cuBLASLt's BIAS and RELU_BIAS on a GPU) computes it and
+    // returns true; the default returns false and does nothing, and the plan then runs the
+    // product and its row pass. (The CPU backend's row pass follows each product while its
+    // rows are in cache, so it has none.) The plan asks only where the row pass would do no
+    // more than this (lowering::bias_act_epilogue).
+    virtual bool gemm_bias_act(Activation /*act*/, std::size_t /*m*/, std::size_t /*n*/, std::size_t /*k*/,
+                               const float* /*X*/, const float* /*W*/, const float* /*b*/, float* /*Y*/) const {
+        return false;
+    }
 
     // --- Row passes (rows x n, row-major, contiguous).
     // Y = act(Y + b) on each row; Z (if not null) gets the pre-activation Y + b.

@@ -294,8 +294,16 @@ StageParams resolve(const Stage& s, bool train, bool grads = false);
 // fused operations in reverse and the activation into dZ (dense, layer), maxout's dZ over the
 // pieces, or straight into the input's gradient (none), adding to b's and LN's gradients.
 
-// Forward of a product stage: the matrix product into O (maxout: into its Z scratch).
+// Forward of a product stage: the matrix product into O (maxout: into its Z scratch). A dense
+// stage whose row pass starts with no more than its bias and activation asks the backend for
+// them in the product's epilogue (Ops::gemm_bias_act); a backend that takes them skips them in
+// its stage_forward_rows (the same test, below), which still runs what follows them.
 void product_forward(const Stage& s, const StageParams& sp, const Ctx& c);
+// Whether a dense stage's bias and activation may go into the product's epilogue: no softmax
+// after them, a bias, and no pre-activation to keep for the backward pass.
+inline bool bias_act_epilogue(const Stage& s, const StageParams& sp, const Ctx& c) noexcept {
+    return s.prim == Prim::dense && !s.softmax && sp.b != nullptr && !(c.train && s.zsave != npos);
+}
 // Backward of a product stage, after its row pass left dZ in the scratch: dW += dZ^T X (=
 // where dW is a lazy zero) and
 // dX = dZ W (+= where the input's gradient already holds a residual's skip part).
