@@ -122,7 +122,7 @@ private:
         bp.rows = rows_of(X);
         Floats2d Y = gather(bp.rows);
         bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
-        detail::apply_column_mask(Y.data(), Y.shape(0), bp.mask);
+        detail::apply_column_mask(this->ops(), Y.data(), Y.shape(0), bp.mask);
         return {std::move(Y), std::move(bp)};
     }
 

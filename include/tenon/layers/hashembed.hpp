@@ -150,7 +150,7 @@ private:
         Floats2d Y = gather(bp.keys);
         if (!bp.keys.empty()) {  // Thinc draws no mask for an empty batch
             bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
-            detail::apply_column_mask(Y.data(), Y.shape(0), bp.mask);
+            detail::apply_column_mask(this->ops(), Y.data(), Y.shape(0), bp.mask);
         }
         return {std::move(Y), std::move(bp)};
     }
