@@ -18,6 +18,7 @@
 #include "unit/helpers.hpp"
 
 using namespace tenon;
+using testing::all_grads;
 using testing::all_params;
 using testing::random_array;
 
@@ -384,4 +385,132 @@ TEST_CASE("device allocator: out of memory at the cap is tenon-E341 and the mode
     set_device_memory_limit(0);
     step(model, opt, bigX, bigdY, 2);  // without the cap the large batch fits
     CHECK(device_memory_stats().limit == 0);
+}
+
+// ---- Sequence models on the device backend: the LSTM's weight dropout, summed bias and
+// gradient sums, StaticVectors' column mask (and its table, copied to the device once) and the
+// tables' masks, ParametricAttention: every value through the backend's entries (Ops::elementwise,
+// mask_columns, dropout_mask_bits), their host flags in the call's host words. Trained a few steps
+// side by side with the CPU's from the same weights and seeds: outputs, gradients and weights.
+namespace {
+
+List<Ints2d> seq_docs(std::size_t n, std::size_t lo, std::size_t hi, std::uint64_t seed) {
+    std::uint64_t g = seed * 0x9E3779B97F4A7C15ull + 1;
+    auto next = [&] {
+        g ^= g << 13, g ^= g >> 7, g ^= g << 17;
+        return g;
+    };
+    List<Ints2d> out;
+    for (std::size_t d = 0; d < n; ++d) {
+        const std::size_t len = lo + next() % (hi - lo + 1);
+        Ints2d a({len, 4}, Memory::host);
+        for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<std::int32_t>(next() % 3000);
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+List<Floats2d> seq_grads(const List<Floats2d>& Y, std::uint64_t seed) {
+    List<Floats2d> out;
+    for (std::size_t i = 0; i < Y.size(); ++i) out.push_back(random_array(Y[i].shape(0), Y[i].shape(1), seed + i));
+    return out;
+}
+bool close(const List<Floats2d>& a, const List<Floats2d>& b, float tol) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!close(to_host(a[i]), to_host(b[i]), tol)) return false;
+    return true;
+}
+List<Floats2d> host_of(const List<Floats2d>& a) { return to_host(a); }
+
+// `make()` twice from one set of weights: one on the CPU, one moved to the device backend; steps
+// on the batches, dY random; the device model takes to_device data.
+template <class Make>
+void seq_side_by_side(Make make, const std::vector<List<Ints2d>>& batches) {
+    auto cpu_model = make();
+    to_cpu(cpu_model);
+    cpu_model.initialize(batches[0]);
+    auto dev_model = copy(cpu_model);
+    Optimizer oc = Adam(0.01), od = Adam(0.01);
+    to_gpu(dev_model, od, dev());
+    REQUIRE(std::string(dev_model.ops().name()) == dev().name());
+    for (std::size_t s = 0; s < batches.size(); ++s) {
+        const List<Ints2d>& X = batches[s];
+        fix_random_seed(300 + s);
+        auto [Yc, bpc] = cpu_model.begin_update(X);
+        fix_random_seed(300 + s);
+        auto [Yd, bpd] = dev_model.begin_update(to_device(X));
+        CHECK(close(Yd, Yc, 1e-5f));
+        const auto dY = seq_grads(host_of(Yc), 400 + 10 * s);
+        bpc(dY);
+        bpd(to_device(dY));
+        CHECK(close(all_grads(dev_model), all_grads(cpu_model), 1e-5f));
+        cpu_model.finish_update(oc);
+        dev_model.finish_update(od);
+        CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-4f));
+    }
+    CHECK(dev_model.uses_plan());
+    for (const auto& X : batches) CHECK(close(dev_model.predict(to_device(X)), cpu_model.predict(X), 1e-4f));
+}
+
+}  // namespace
+
+TEST_CASE("device models: sequence models (BiLSTM with dropout, StaticVectors, attention) train as on the CPU",
+          "[device][seq]") {
+    (void)dev();
+    const std::vector<List<Ints2d>> batches{seq_docs(7, 1, 12, 1), seq_docs(5, 0, 9, 2), seq_docs(9, 1, 15, 3)};
+    SECTION("a BiLSTM tagger, dropout in the tables, the mixer and the LSTM's weights") {
+        seq_side_by_side(
+            [] {
+                return list2ragged<Ints2d>() >>
+                       with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, 0.2), Embed<6>(3000, 2))) >>
+                       with_array<Ragged>(Maxout<10>({.nP = 2, .dropout = 0.2, .normalize = true})) >> ragged2list() >>
+                       with_padded<List<Floats2d>>(BiLSTM<16>({.depth = 2, .dropout = 0.25})) >>
+                       with_array<List<Floats2d>>(Softmax<5>());
+            },
+            batches);
+    }
+    SECTION("a StaticVectors tok2vec (a host table, its column mask)") {
+        auto table = std::make_shared<const Floats2d>(random_array(2000, 6, 62));
+        REQUIRE(table->memory() == Memory::host);
+        seq_side_by_side(
+            [&] {
+                return list2ragged<Ints2d>() >>
+                       with_array<BasicRagged<Ints2d>>(concatenate(
+                           HashEmbed<12>(400, 3u, 0, 0.3), StaticVectors<10, 6>(table, {.column = 1, .dropout = 0.3}))) >>
+                       with_array<Ragged>(Maxout<8>({.nP = 2, .dropout = 0.3, .normalize = true})) >> ragged2list() >>
+                       with_array<List<Floats2d>>(Softmax<4>());
+            },
+            batches);
+    }
+    SECTION("a ParametricAttention classifier") {
+        auto make = [] {
+            return list2ragged<Ints2d>() >>
+                   with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, 0.2), Embed<6>(3000, 2))) >>
+                   with_array<Ragged>(Maxout<10>({.nP = 2, .dropout = 0.2, .normalize = true})) >>
+                   ParametricAttention<10>() >> reduce_sum() >> Softmax<5>();
+        };
+        auto cpu_model = make();
+        to_cpu(cpu_model);
+        cpu_model.initialize(batches[0]);
+        auto dev_model = copy(cpu_model);
+        Optimizer oc = Adam(0.01), od = Adam(0.01);
+        to_gpu(dev_model, od, dev());
+        for (std::size_t s = 0; s < batches.size(); ++s) {
+            const List<Ints2d>& X = batches[s];
+            fix_random_seed(500 + s);
+            auto [Yc, bpc] = cpu_model.begin_update(X);
+            fix_random_seed(500 + s);
+            auto [Yd, bpd] = dev_model.begin_update(to_device(X));
+            CHECK(close(to_host(Yd), Yc, 1e-5f));
+            const Floats2d dY = random_array(Yc.shape(0), Yc.shape(1), 600 + s);
+            bpc(dY);
+            bpd(to_device(dY));
+            CHECK(close(all_grads(dev_model), all_grads(cpu_model), 1e-5f));
+            cpu_model.finish_update(oc);
+            dev_model.finish_update(od);
+            CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-4f));
+        }
+        CHECK(dev_model.uses_plan());
+        for (const auto& X : batches) CHECK(close(to_host(dev_model.predict(to_device(X))), cpu_model.predict(X), 1e-4f));
+    }
 }
