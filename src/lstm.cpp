@@ -18,6 +18,7 @@
 
 #include "tenon/layers/lstm.hpp"
 #include "tenon/random.hpp"
+#include "tenon/types/device_memory.hpp"
 
 namespace tenon::detail {
 
@@ -119,10 +120,9 @@ const float* run_forward(const LstmRun& r, const StepsV& s, const FwdBufs& b, bo
     masked = false;
     if (is_train && rate > 0.0) {
         const std::size_t P = r.P;
-        std::fill(b.mask, b.mask + P, 0.0f);  // the rate 1 case
-        if (rate < 1.0)
-            dropout_mask(dropout_key(global_rng()), 0, b.mask, P, rate, static_cast<float>(1.0 / (1.0 - rate)));
-        for (std::size_t k = 0; k < P; ++k) b.weights[k] = W[k] * b.mask[k];
+        // (the key drawn on the host, none at rate 1: all zeros; the mask and the product on the backend)
+        ops.dropout_mask(rate < 1.0 ? dropout_key(global_rng()) : 0, b.mask, P, rate);
+        ops.elementwise(Binary::mul, W, b.mask, b.weights, P);
         W = b.weights;
         masked = true;
     }
@@ -141,7 +141,7 @@ const float* run_forward(const LstmRun& r, const StepsV& s, const FwdBufs& b, bo
             const float* c0 = HC0 + ((1 * d.depth + i) * d.dirs + dir) * nH;
             if (N) {
                 ops.gemm(false, true, N, H4, nIl, 1.0f, in, nIl, W + bl.Wx, nIl, 0.0f, G, H4);
-                for (std::size_t k = 0; k < H4; ++k) b.bias[k] = W[bl.bx + k] + W[bl.bh + k];
+                ops.elementwise(Binary::add, W + bl.bx, W + bl.bh, b.bias, H4);
                 ops.bias_activate(Activation::identity, G, b.bias, N, H4, nullptr);
             }
             float* H = out + dir * nH;  // this direction's columns of the output
@@ -219,17 +219,13 @@ float* run_backward(const LstmRun& r, const StepsV& s, const FwdBufs& f, const f
             }
             float* gh0 = dHC0 + ((0 * d.depth + i) * d.dirs + dir) * nH;
             float* gc0 = dHC0 + ((1 * d.depth + i) * d.dirs + dir) * nH;
-            for (std::size_t k = 0; k < nH; ++k) {
-                gh0[k] += b.dh0[k];
-                gc0[k] += b.dc0[k];
-            }
+            ops.elementwise(Binary::add_into, b.dh0, nullptr, gh0, nH);
+            ops.elementwise(Binary::add_into, b.dc0, nullptr, gc0, nH);
         }
         std::swap(dH, dX);
     }
-    if (masked)
-        for (std::size_t k = 0; k < P; ++k) g[k] += b.dW[k] * f.mask[k];
-    else
-        for (std::size_t k = 0; k < P; ++k) g[k] += b.dW[k];
+    if (masked) ops.elementwise(Binary::mul_add_into, b.dW, f.mask, g, P);
+    else ops.elementwise(Binary::add_into, b.dW, nullptr, g, P);
     return dH;
 }
 
@@ -387,18 +383,26 @@ T* carve(float*& p, std::size_t n_floats) {
     return at;
 }
 constexpr std::size_t carve_slack = 16 * 24;  // the rounding of the arrays carved (at most 24)
-constexpr std::size_t zw = sizeof(std::size_t) / sizeof(float);
 
-// The predict scratch: the rows' layout (map: packed row -> input row, inv: the other way,
-// both uint32; the steps' sizes and offsets; the non-empty sequences' order and starts), the
-// packed input, every layer's output, one tape (predict), the bias, and two numbers for the
-// backward pass (meta). Training's tapes, masked weights and mask are in train_scratch.
+// The predict scratch (the backend's memory): the rows' map (packed row -> input row) and inv
+// (the other way), both uint32, the packed input, every layer's output, one tape (predict) and
+// the bias. Training's tapes, masked weights and mask are in train_scratch. The host keeps the
+// rest of the layout (HostRows, made from the call's lengths by the forward and again by the
+// backward) and whether the forward masked the weights (the call's host word 0).
 struct Layout {
     std::uint32_t *map, *inv;
-    std::size_t *size, *off, *order, *start;
-    std::size_t* meta;  // [0]: the forward masked the weights (dropout), [1]: the steps
     FwdBufs f;
 };
+// The steps' sizes and offsets, the non-empty sequences' order and starts, and map / inv as the
+// host makes them (a thread's, reused: no allocation after warm-up).
+struct HostRows {
+    std::vector<std::size_t> size, off, order, start;
+    std::vector<std::uint32_t> map, inv;
+};
+HostRows& host_rows() {
+    thread_local HostRows h;
+    return h;
+}
 Layout layout_of(const LstmRun& r, std::size_t rows, float* scratch, float* train_scratch) {
     const LstmDims& d = r.d;
     const std::size_t width = d.dirs * d.nH;
@@ -406,11 +410,6 @@ Layout layout_of(const LstmRun& r, std::size_t rows, float* scratch, float* trai
     float* p = scratch;
     L.map = carve<std::uint32_t>(p, rows);
     L.inv = carve<std::uint32_t>(p, rows);
-    L.size = carve<std::size_t>(p, rows * zw);
-    L.off = carve<std::size_t>(p, (rows + 1) * zw);
-    L.order = carve<std::size_t>(p, rows * zw);
-    L.start = carve<std::size_t>(p, (rows + 1) * zw);
-    L.meta = carve<std::size_t>(p, 2 * zw);
     L.f.in0 = carve(p, rows * d.nI);
     L.f.outs = carve(p, d.depth * rows * width);
     L.f.bias = carve(p, 4 * d.nH);
@@ -452,8 +451,8 @@ void lstm_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std
     const LstmDims& d = r.d;
     const std::size_t width = d.dirs * d.nH, wide = std::max(d.nI, width);
     if (!train) {
-        per_row = 2 + 4 * zw + d.nI + d.depth * width + 7 * d.nH;
-        fixed = 4 * zw + 4 * d.nH + carve_slack;
+        per_row = 2 + d.nI + d.depth * width + 7 * d.nH;
+        fixed = 4 * d.nH + carve_slack;
     } else {
         per_row = d.depth * d.dirs * 7 * d.nH + 2 * wide + 7 * d.nH;
         fixed = 3 * r.P + 2 * d.nH + carve_slack;
@@ -463,7 +462,13 @@ void lstm_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std
 namespace {
 // The packed layout of the call's rows: the non-empty sequences in to_padded's order, the
 // steps' sizes and offsets, and the map between packed rows and the input's rows.
-StepsV layout_rows(Layout& L, const lowering::SeqCall& c) {
+StepsV layout_rows(HostRows& L, const lowering::SeqCall& c) {
+    L.size.resize(c.rows);
+    L.off.resize(c.rows + 1);
+    L.order.resize(c.rows);
+    L.start.resize(c.rows + 1);
+    L.map.resize(c.rows);
+    L.inv.resize(c.rows);
     std::size_t nb = 0, at = 0;
     for (std::size_t i = 0; i < c.nseg; ++i) {
         const auto n = static_cast<std::size_t>(c.lengths[i]);
@@ -473,7 +478,7 @@ StepsV layout_rows(Layout& L, const lowering::SeqCall& c) {
     L.start[nb] = at;
     auto len = [&](std::size_t k) { return L.start[k + 1] - L.start[k]; };
     for (std::size_t k = 0; k < nb; ++k) L.order[k] = k;
-    std::sort(L.order, L.order + nb, [&](std::size_t a, std::size_t b) {
+    std::sort(L.order.begin(), L.order.begin() + static_cast<std::ptrdiff_t>(nb), [&](std::size_t a, std::size_t b) {
         const std::size_t la = len(a), lb = len(b);
         return la != lb ? la > lb : a > b;  // (k grows with the sequence's index)
     });
@@ -491,7 +496,7 @@ StepsV layout_rows(Layout& L, const lowering::SeqCall& c) {
         N += L.size[t];
     }
     L.off[T] = N;
-    return {L.size, L.off, T, N};
+    return {L.size.data(), L.off.data(), T, N};
 }
 }  // namespace
 
@@ -501,16 +506,19 @@ void lstm_stage_forward(Node* layer, const lowering::SeqCall& c) {
     const LstmDims& d = r.d;
     const std::size_t width = d.dirs * d.nH;
     Layout L = layout_of(r, c.rows, c.scratch, c.train ? c.train_scratch : nullptr);
-    const StepsV s = layout_rows(L, c);
-    L.meta[0] = 0;
-    L.meta[1] = s.T;
+    HostRows& h = host_rows();
+    const StepsV s = layout_rows(h, c);
+    c.host[0] = 0;
     if (!s.N) return;
     const Ops& ops = *r.ops;
+    // The packed rows' map and inv cross to the backend's memory (2 x rows uint32; kept in the
+    // scratch for the backward); the steps stay on the host.
+    copy_bytes(L.map, ops.memory(), h.map.data(), Memory::host, s.N * sizeof(std::uint32_t));
+    copy_bytes(L.inv, ops.memory(), h.inv.data(), Memory::host, s.N * sizeof(std::uint32_t));
     ops.gather_add_rows(c.x, d.nI, L.map, s.N, 1, L.f.in0);
     bool masked = false;
     run_forward(r, s, L.f, c.train, masked);
-    L.meta[0] = masked ? 1 : 0;
-    L.meta[1] = s.T;
+    c.host[0] = masked ? 1 : 0;
     ops.gather_add_rows(L.f.outs + (d.depth - 1) * s.N * width, width, L.inv, s.N, 1, c.y);
 }
 
@@ -521,10 +529,10 @@ void lstm_stage_backward(Node* layer, const lowering::SeqCall& c) {
                          "tenon-E286");
     const LstmDims& d = r.d;
     Layout L = layout_of(r, c.rows, c.scratch, c.train_scratch);
-    const StepsV steps{L.size, L.off, L.meta[1], c.rows};
+    const StepsV steps = layout_rows(host_rows(), c);  // (the forward's, again from the lengths)
     const Ops& ops = *r.ops;
     const BwdBufs b = bwd_of(r, c.rows, c.train_scratch);
-    const bool masked = L.meta[0] != 0;
+    const bool masked = c.host[0] != 0;
     const float* W = masked ? L.f.weights : r.W;
     ops.gather_add_rows(c.dy, d.dirs * d.nH, L.map, c.rows, 1, b.dA);
     float* gW = layer->get_grad("LSTM").data;

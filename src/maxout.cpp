@@ -36,8 +36,8 @@ void MaxoutCore::init(Node& layer, const Init& init_W, const Init& init_b, NormD
     const std::size_t nO = layer.require_dim(0), nI = layer.require_dim(1), nP = layer.require_dim(2);
     layer.allocate_param(0, {nO, nP, nI});
     layer.allocate_param(1, {nO, nP});
-    init_W(layer.get_param("W"));
-    init_b(layer.get_param("b"));
+    detail::run_init(init_W, layer, "W");
+    detail::run_init(init_b, layer, "b");
     tail.initialize(nO);
     layer.mark_initialized();
 }

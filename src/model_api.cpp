@@ -168,13 +168,20 @@ UseParams::UseParams(Node& model, const ParamValues& params) {
             matches.push_back({n, name, it->second});
         }
     saved_.reserve(matches.size());
+    // (Copies from and to wherever the arrays live: a device model's parameters and averages
+    // are device memory, the backups host memory.)
     for (auto& m : matches) {
         ParamView p = m.node->get_param(m.name);
-        saved_.push_back({m.node, m.name, std::vector<float>(p.begin(), p.end())});
+        std::vector<float> backup(p.size());
+        if (p.size())
+            detail::copy_bytes(backup.data(), Memory::host, p.data, detail::memory_of(p.data), p.size() * sizeof(float));
+        saved_.push_back({m.node, m.name, std::move(backup)});
     }
     for (auto& m : matches) {
         ParamView p = m.node->get_param(m.name);
-        if (p.size()) std::memcpy(p.data, m.value.data, p.size() * sizeof(float));
+        if (p.size())
+            detail::copy_bytes(p.data, detail::memory_of(p.data), m.value.data, detail::memory_of(m.value.data),
+                               p.size() * sizeof(float));
     }
 }
 
@@ -183,7 +190,8 @@ UseParams::~UseParams() {
         if (!s.node->has_param(s.name)) continue;
         ParamView p = s.node->get_param(s.name);
         if (p.size() != s.backup.size()) continue;  // re-allocated under the guard: nothing to restore
-        std::copy(s.backup.begin(), s.backup.end(), p.data);
+        if (p.size())
+            detail::copy_bytes(p.data, detail::memory_of(p.data), s.backup.data(), Memory::host, p.size() * sizeof(float));
     }
 }
 

@@ -1,5 +1,6 @@
 // The by-name services of Node (Thinc's Model API), compiled once.
 #include "tenon/model/node.hpp"
+#include "tenon/init/init.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -226,8 +227,10 @@ void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
     // tenon-E240 when the shape's size overflows (a wrapped product would give a short buffer)
     const std::size_t n = detail::checked_bytes(shape.data(), shape.size(), sizeof(float)) / sizeof(float);
     p.shape = std::move(shape);
-    p.value = Floats1d({n});
-    p.grad = Floats1d({n});
+    // In the node's backend's memory (a device model's set_param on a new parameter, a load).
+    const Memory m = ops().memory();
+    p.value = Floats1d({n}, m);
+    p.grad = Floats1d({n}, m);
     p.grad_lazy_zero = false;
     p.allocated = true;
     detail::layout_changed();
@@ -333,22 +336,37 @@ void Node::set_param(std::string_view n, CParamView v) {
         allocate_param(static_cast<std::size_t>(p - params_.data()),
                        std::vector<std::size_t>(v.shape.begin(), v.shape.begin() + v.rank));
     }
-    if (v.size()) std::memcpy(p->value.data(), v.data, v.size() * sizeof(float));
+    // From wherever the values are to wherever the parameter is (a device model's: one copy).
+    if (v.size())
+        detail::copy_bytes(p->value.data(), p->value.memory(), v.data, detail::memory_of(v.data), v.size() * sizeof(float));
 }
 
 void Node::set_grad(std::string_view n, CParamView v) {
     auto& p = require_param(n);
     check_same_shape(name_, "set_grad('" + std::string(n) + "')", p.shape, v);
     p.grad_lazy_zero = false;
-    if (v.size()) std::memcpy(p.grad.data(), v.data, v.size() * sizeof(float));
+    if (v.size())
+        detail::copy_bytes(p.grad.data(), p.grad.memory(), v.data, detail::memory_of(v.data), v.size() * sizeof(float));
 }
 
 void Node::inc_grad(std::string_view n, CParamView v) {
     auto& p = require_param(n);
     check_same_shape(name_, "inc_grad('" + std::string(n) + "')", p.shape, v);
     settle_grad(p);
+    const std::size_t count = v.size();
+    if (p.grad.memory() == Memory::device) {  // on the backend: the values copied there first if they are not
+        const float* src = v.data;
+        Floats1d moved;
+        if (detail::memory_of(v.data) != Memory::device) {
+            moved = Floats1d({count}, uninitialized, Memory::device);
+            detail::copy_bytes(moved.data(), Memory::device, v.data, Memory::host, count * sizeof(float));
+            src = moved.data();
+        }
+        ops().elementwise(Binary::add_into, src, nullptr, p.grad.data(), count);
+        return;
+    }
     float* g = p.grad.data();
-    for (std::size_t i = 0, e = v.size(); i < e; ++i) g[i] += v.data[i];
+    for (std::size_t i = 0; i < count; ++i) g[i] += v.data[i];
 }
 
 std::vector<std::string> Node::param_names() const {
@@ -518,3 +536,27 @@ void Node::apply_optimizer_tree(Optimizer& optimizer) {
     optimizer.end_step();  // a backend that fuses the step runs it now, over every parameter at once
 }
 }  // namespace tenon
+
+namespace tenon::detail {
+void init_on_host(Floats1d& value, const std::function<void(float*)>& fill) {
+    if (value.memory() != Memory::device) {
+        fill(value.data());
+        return;
+    }
+    std::vector<float> host(value.size());
+    fill(host.data());
+    if (!host.empty()) copy_bytes(value.data(), Memory::device, host.data(), Memory::host, host.size() * sizeof(float));
+}
+void run_init(const Init& init, Node& node, std::string_view param) {
+    const ParamView p = node.get_param(param);
+    if (detail::memory_of(p.data) != Memory::device) {
+        init(p);
+        return;
+    }
+    std::vector<float> host(p.size());
+    ParamView h = p;
+    h.data = host.data();
+    init(h);
+    if (!host.empty()) copy_bytes(p.data, Memory::device, host.data(), Memory::host, host.size() * sizeof(float));
+}
+}  // namespace tenon::detail

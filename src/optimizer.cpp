@@ -217,7 +217,7 @@ void Optimizer::step(const Ops& ops, State& s, Floats1dView w, Floats1dView g, b
 
     // L2 as a gradient term (when it is not weight decay) comes before clipping, as in Thinc.
     if (opts_.L2 != 0.0 && !opts_.L2_is_weight_decay) {
-        for (std::size_t i = 0; i < n; ++i) G[i] += static_cast<float>(opts_.L2) * W[i];
+        ops.axpy(static_cast<float>(opts_.L2), W, G, n);  // (on the parameter's backend)
         ssq = -1.0;
     }
     float gscale = 1.0f;

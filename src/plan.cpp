@@ -158,13 +158,15 @@ SeqCall seq_call(const Stage& s, const Ctx& c) {
     }
     sc.scratch = c.buf(s.sscratch);
     sc.train_scratch = c.train ? c.buf(s.strain) : nullptr;
+    sc.host = c.host ? c.host + static_cast<std::size_t>(&s - c.p->stages.data()) * seq_host_words : nullptr;
     return sc;
 }
 }  // namespace
 
 // Every value these stages read or write in the workspace goes through the backend (a
-// device backend's workspace is its memory); what stays on the host is the call's lengths
-// and a table's keys and column mask, computed by the layer's own code.
+// device backend's workspace is its memory); what stays on the host is the call's lengths,
+// a table's keys (computed by the layer's own code from the ids) and the flags a stage keeps
+// for its backward in the call's host words (Ctx::host).
 void seq_forward(const Stage& s, const Ctx& c) {
     float* out = c.act(s.out);
     const Ops& ops = *c.ops;
@@ -176,13 +178,13 @@ void seq_forward(const Stage& s, const Ctx& c) {
             s.table_keys(s.layer, ids, rows, c.in_cols, keys);
             ops.gather_add_rows(ParamAccess::value(*s.layer, s.iW, "E"), n, keys, rows, s.per, out);
             if (c.train) {
-                // The layer's column mask, drawn where the layer draws it (tables run in model order).
+                // The layer's column mask, drawn where the layer draws it (tables run in model order),
+                // kept in the workspace; whether there is one, in the call's host words.
                 const Floats1d m = detail::column_dropout_mask(*s.layer, n, true);
-                float* keep = c.buf(s.mask);
-                keep[0] = m.size() ? 1.0f : 0.0f;
+                c.host[(&s - c.p->stages.data()) * seq_host_words] = m.size() ? 1 : 0;
                 if (m.size()) {
-                    std::memcpy(keep + 1, m.data(), n * sizeof(float));
-                    detail::apply_column_mask(out, rows, m);
+                    copy_floats(ops, c.buf(s.mask) + 1, m.data(), n);
+                    detail::apply_column_mask(ops, out, rows, m);
                 }
             }
             break;
@@ -230,6 +232,8 @@ void seq_forward(const Stage& s, const Ctx& c) {
         }
         case Prim::seq: {  // the layer's own code, its scratch here
             SeqCall sc = seq_call(s, c);
+            std::uint64_t host[seq_host_words] = {};  // (predict: no backward reads them)
+            if (!sc.host) sc.host = host;
             sc.y = out;
             s.seq->forward(s.layer, sc);
             break;
@@ -244,9 +248,9 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
     const std::size_t rows = c.rows, n = s.nO;
     switch (s.prim) {
         case Prim::table: {
-            const float* keep = c.buf(s.mask);
+            const bool masked = c.host[(&s - c.p->stages.data()) * seq_host_words] != 0;
             ops.scatter_add_rows(ParamAccess::grad(*s.layer, s.iW, "E"), n, reinterpret_cast<const std::uint32_t*>(c.buf(s.keys)),
-                                 rows, s.per, d, keep[0] != 0.0f ? keep + 1 : nullptr);
+                                 rows, s.per, d, masked ? c.buf(s.mask) + 1 : nullptr);
             break;
         }
         case Prim::window: {

@@ -55,7 +55,8 @@ struct NodeAccess {
         if (s.extra) s.extra();
         detail::layout_changed();
     }
-    static Floats1d new_array(std::size_t n) { return Floats1d({n}); }
+    // A loaded parameter's arrays: in the node's backend's memory (a device model loads onto the device).
+    static Floats1d new_array(const Node& node, std::size_t n) { return Floats1d({n}, node.ops().memory()); }
 };
 
 struct OptimizerAccess {
@@ -767,7 +768,10 @@ ModelState capture(const Node& model) {
             ps.allocated = p.allocated;
             if (p.allocated) {
                 ps.shape = p.shape;
-                ps.values.assign(p.value.data(), p.value.data() + p.value.size());
+                ps.values.resize(p.value.size());  // (a device model's values: copied to the host)
+                if (!ps.values.empty())
+                    detail::copy_bytes(ps.values.data(), Memory::host, p.value.data(), p.value.memory(),
+                                       ps.values.size() * sizeof(float));
             }
             s.params.push_back(std::move(ps));
         }
@@ -902,9 +906,11 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
                          "tenon-E206");
                 q.shape = want;
                 if (values) {
-                    q.value = A::new_array(total);
-                    q.grad = A::new_array(total);
-                    if (total) std::memcpy(q.value.data(), fp.values.data(), total * sizeof(float));
+                    q.value = A::new_array(node, total);
+                    q.grad = A::new_array(node, total);
+                    if (total)
+                        detail::copy_bytes(q.value.data(), q.value.memory(), fp.values.data(), Memory::host,
+                                           total * sizeof(float));
                 }
                 q.allocated = true;
             } else if (s.initialized && mp.shape_rank) {

@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "tenon/layers/staticvectors.hpp"
+#include "tenon/types/device_memory.hpp"
 
 namespace tenon {
 
@@ -40,13 +42,32 @@ void throw_negative_vector_id(const Node& layer, std::int64_t id, std::size_t ro
                 "tenon-E280");
 }
 
+struct VectorsCopy {
+    std::mutex m;
+    std::shared_ptr<const Floats2d> of;    // the table copied
+    std::shared_ptr<const Floats2d> copy;  // ... in the backend's memory
+};
+std::shared_ptr<VectorsCopy> new_vectors_copy() { return std::make_shared<VectorsCopy>(); }
+std::shared_ptr<const Floats2d> vectors_in(const Ops& ops, const std::shared_ptr<const Floats2d>& T, VectorsCopy& c) {
+    if (!T || T->memory() == ops.memory()) return T;
+    const std::lock_guard<std::mutex> lock(c.m);
+    if (c.of != T || !c.copy || c.copy->memory() != ops.memory()) {
+        auto d = std::make_shared<Floats2d>(T->shape(), uninitialized, ops.memory());
+        copy_bytes(d->data(), ops.memory(), T->data(), T->memory(), T->size() * sizeof(float));
+        c.copy = std::move(d);
+        c.of = T;
+    }
+    return c.copy;
+}
+
 // The plan's stage (staticvectors.hpp): the scratch holds each row's table row (uint32), V[ids]
-// (rows x nM, for dW) and the column mask (a flag and nO values); training adds dY masked.
+// (rows x nM, for dW) and the column mask (nO values; whether there is one: the call's host
+// word 0); training adds dY masked.
 namespace {
 struct SvScratch {
     std::uint32_t* idx;
     float* V;
-    float* keep;
+    float* mask;
 };
 float* take(float*& p, std::size_t n) {
     float* at = p;
@@ -58,7 +79,7 @@ SvScratch sv_scratch(std::size_t rows, std::size_t nM, float* scratch) {
     SvScratch s;
     s.idx = reinterpret_cast<std::uint32_t*>(take(p, rows));
     s.V = take(p, rows * nM);
-    s.keep = p;
+    s.mask = p;
     return s;
 }
 }  // namespace
@@ -79,22 +100,29 @@ void static_vectors_stage_forward(Node& l, const Floats2d* T, const lowering::Se
                              std::to_string(c.cols) + " columns",
                          "tenon-E194");
     const SvScratch s = sv_scratch(rows, nM, c.scratch);
+    const Ops& ops = *c.ops;
+    // The table rows of the ids, on the host (the ids are read there: the negative id's error);
+    // in the backend's memory they are made on the host and copied there (rows uint32).
+    thread_local std::vector<std::uint32_t> staged;
+    const bool direct = ops.memory() == Memory::host;
+    if (!direct) staged.resize(rows);
+    std::uint32_t* idx = direct ? s.idx : staged.data();
     for (std::size_t r = 0; r < rows; ++r) {
         const std::int32_t id = c.ids[r * c.cols + column];
         if (id < 0) throw_negative_vector_id(l, id, r);
-        s.idx[r] = static_cast<std::size_t>(id) < nV ? static_cast<std::uint32_t>(id) : 0u;
+        idx[r] = static_cast<std::size_t>(id) < nV ? static_cast<std::uint32_t>(id) : 0u;
     }
-    const Ops& ops = *c.ops;
+    if (!direct) copy_bytes(s.idx, ops.memory(), idx, Memory::host, rows * sizeof(std::uint32_t));
     ops.gather_add_rows(T->data(), nM, s.idx, rows, 1, s.V);
     if (rows) ops.gemm(false, true, rows, nO, nM, 1.0f, s.V, nM, l.get_param("W").data, nM, 0.0f, c.y, nO);
-    s.keep[0] = 0.0f;
+    c.host[0] = 0;
     if (c.train) {
         // The layer's column mask, drawn where the layer draws it (the stages run in model order).
         const Floats1d m = column_dropout_mask(l, nO, true);
         if (m.size()) {
-            s.keep[0] = 1.0f;
-            std::memcpy(s.keep + 1, m.data(), nO * sizeof(float));
-            apply_column_mask(c.y, rows, m);
+            c.host[0] = 1;
+            ops.copy_rows(m.data(), nO, s.mask, nO, 1, nO, false);
+            apply_column_mask(ops, c.y, rows, m);
         }
     }
 }
@@ -103,11 +131,9 @@ void static_vectors_stage_backward(Node* l, const lowering::SeqCall& c) {
     const std::size_t nM = l->get_dim("nM"), nO = l->get_dim("nO"), rows = c.rows;
     const SvScratch s = sv_scratch(rows, nM, c.scratch);
     const float* d = c.dy;
-    if (s.keep[0] != 0.0f) {  // dY through the mask, into the training scratch
-        float* m = c.train_scratch;
-        for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t j = 0; j < nO; ++j) m[r * nO + j] = d[r * nO + j] * s.keep[1 + j];
-        d = m;
+    if (c.host[0] != 0) {  // dY through the mask, into the training scratch
+        c.ops->mask_columns(d, s.mask, rows, nO, c.train_scratch);
+        d = c.train_scratch;
     }
     if (rows) c.ops->gemm(true, false, nO, nM, rows, 1.0f, d, nO, s.V, nM, 1.0f, l->get_grad("W").data, nM);
 }

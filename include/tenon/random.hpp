@@ -93,9 +93,7 @@ inline Rng& global_rng() noexcept {
 // uniform() >= rate), and a select without a branch (a random mask mispredicts often).
 inline std::uint64_t dropout_key(Rng& rng) noexcept { return rng.next(); }
 // The threshold on the 24 bits for a rate (fn::dropout_mask_bits, also a device backend's).
-inline std::uint64_t dropout_threshold(double rate) noexcept {
-    return static_cast<std::uint64_t>(std::ceil(static_cast<double>(static_cast<float>(rate)) * 16777216.0));
-}
+inline std::uint64_t dropout_threshold(double rate) noexcept { return fn::dropout_threshold(rate); }
 inline void dropout_mask(std::uint64_t key, std::uint64_t first, float* m, std::size_t n, double rate,
                          float keep) noexcept {
     fn::dropout_mask_bits(key, first, m, n, dropout_threshold(rate), std::bit_cast<std::uint32_t>(keep));

@@ -584,6 +584,17 @@ public:
     void zero(float* x, std::size_t n) const override {
         if (n) std::memset(x, 0, n * sizeof(float));
     }
+    void axpy(float alpha, const float* x, float* y, std::size_t n) const override { fn::axpy(alpha, x, y, n); }
+    void elementwise(Binary op, const float* a, const float* b, float* y, std::size_t n) const override {
+        fn::elementwise(op, a, b, y, n);
+    }
+    void mask_columns(const float* X, const float* mask, std::size_t rows, std::size_t n, float* Y) const override {
+        for (std::size_t r = 0; r < rows; ++r) fn::elementwise(Binary::mul, X + r * n, mask, Y + r * n, n);
+    }
+    void dropout_mask_bits(std::uint64_t key, float* m, std::size_t n, std::uint64_t kt,
+                           std::uint32_t kb) const override {
+        fn::dropout_mask_bits(key, 0, m, n, kt, kb);
+    }
     void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh, std::size_t rows,
                            std::size_t nH) const override {
 #ifdef TENON_LSTM_AVX2

@@ -121,6 +121,11 @@ public:
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override;
     void zero(float* x, std::size_t n) const override;
+    void elementwise(Binary op, const float* a, const float* b, float* y, std::size_t n) const override;
+    void axpy(float alpha, const float* x, float* y, std::size_t n) const override;
+    void mask_columns(const float* X, const float* mask, std::size_t rows, std::size_t n, float* Y) const override;
+    void dropout_mask_bits(std::uint64_t key, float* m, std::size_t n, std::uint64_t kt,
+                           std::uint32_t kb) const override;
     void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh, std::size_t rows,
                            std::size_t nH) const override;
     void lstm_cell_backward(const float* dH, std::size_t ldh, const float* dC, const float* G, const float* C,

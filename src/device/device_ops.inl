@@ -298,6 +298,26 @@ struct LstmBackward {
     }
 };
 
+// y += alpha x, one value per thread (fn::axpy over one).
+struct Axpy {
+    float alpha; const float* x; float* y;
+    TENON_HD void operator()(size_t i) const { fn::axpy(alpha, x + i, y + i, 1); }
+};
+// --- Elementwise: one value per thread (fn::elementwise over one), a column mask's value
+// (r, j) times mask[j], dropout's mask value j (fn::dropout_mask_bits of element j).
+struct Elementwise {
+    Binary op; const float* a; const float* b; float* y;
+    TENON_HD void operator()(size_t i) const { fn::elementwise(op, a + i, b ? b + i : nullptr, y + i, 1); }
+};
+struct MaskColumns {
+    const float* X; const float* mask; size_t n; float* Y;
+    TENON_HD void operator()(size_t i) const { fn::elementwise(Binary::mul, X + i, mask + i % n, Y + i, 1); }
+};
+struct DropoutMaskBits {
+    std::uint64_t key, kt; std::uint32_t kb; float* m;
+    TENON_HD void operator()(size_t j) const { fn::dropout_mask_bits(key, j, m + j, 1, kt, kb); }
+};
+
 // --- The optimizer: one pass over a parameter.
 struct Adam {
     float* W; float* G; float* m1; float* m2; float* A; float gscale, b1, b2, lr_t, eps, decay_keep, wd; bool zero_g;
@@ -711,6 +731,16 @@ void DeviceOps::copy_rows(const float* from, size_t from_ld, float* to, size_t t
 }
 void DeviceOps::zero(float* x, size_t n) const {
     if (n) thrust::fill_n(thrust::device, x, n, 0.0f);
+}
+void DeviceOps::axpy(float alpha, const float* x, float* y, size_t n) const { launch(n, Axpy{alpha, x, y}); }
+void DeviceOps::elementwise(Binary op, const float* a, const float* b, float* y, size_t n) const {
+    launch(n, Elementwise{op, a, b, y});
+}
+void DeviceOps::mask_columns(const float* X, const float* mask, size_t rows, size_t n, float* Y) const {
+    if (n) launch(rows * n, MaskColumns{X, mask, n, Y});
+}
+void DeviceOps::dropout_mask_bits(std::uint64_t key, float* m, size_t n, std::uint64_t kt, std::uint32_t kb) const {
+    launch(n, DropoutMaskBits{key, kt, kb, m});
 }
 void DeviceOps::lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, size_t ldh, size_t rows,
                                   size_t nH) const {

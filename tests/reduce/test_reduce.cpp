@@ -555,7 +555,7 @@ TEST_CASE("embed_ids: id columns, column masks, gradient rows", "[reduce][embed_
     CHECK(kept < 64);
     Floats2d Y({2, 64});
     Y.fill(1.0f);
-    detail::apply_column_mask(Y.data(), 2, mask);
+    detail::apply_column_mask(owner.ops(), Y.data(), 2, mask);
     for (std::size_t j = 0; j < 64; ++j) CHECK(Y(1, j) == mask[j]);
 
     // A gradient row adds into the table's row (the backend's scatter-add), through the mask

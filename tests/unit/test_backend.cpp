@@ -30,7 +30,7 @@ enum Entry : std::size_t {
     e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_sparse_gather, e_sparse_scatter,
     e_segment, e_segment_backward, e_seq2col, e_seq2col_backward, e_softmax_seq, e_softmax_seq_backward, e_scale_rows,
     e_row_dots, e_copy_rows, e_zero, e_lstm, e_lstm_backward, e_stage_forward, e_stage_backward, e_adam, e_sgd,
-    e_sum_squares, e_count_nonfinite, e_count
+    e_sum_squares, e_count_nonfinite, e_elementwise, e_mask_columns, e_dropout_mask, e_axpy, e_count
 };
 
 // Forwards to cpu_ops() and counts each entry. Its memory is the run's (the CPU reaches the
@@ -168,6 +168,23 @@ public:
         hit(e_zero);
         cpu.zero(x, n);
     }
+    void axpy(float alpha, const float* x, float* y, std::size_t n) const override {
+        hit(e_axpy);
+        cpu.axpy(alpha, x, y, n);
+    }
+    void elementwise(Binary op, const float* a, const float* b, float* y, std::size_t n) const override {
+        hit(e_elementwise);
+        cpu.elementwise(op, a, b, y, n);
+    }
+    void mask_columns(const float* X, const float* mask, std::size_t rows, std::size_t n, float* Y) const override {
+        hit(e_mask_columns);
+        cpu.mask_columns(X, mask, rows, n, Y);
+    }
+    void dropout_mask_bits(std::uint64_t key, float* m, std::size_t n, std::uint64_t kt,
+                           std::uint32_t kb) const override {
+        hit(e_dropout_mask);
+        cpu.dropout_mask_bits(key, m, n, kt, kb);
+    }
     void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh, std::size_t rows,
                            std::size_t nH) const override {
         hit(e_lstm);
@@ -264,6 +281,10 @@ public:
         no();
     }
     void zero(float*, std::size_t) const override { no(); }
+    void elementwise(Binary, const float*, const float*, float*, std::size_t) const override { no(); }
+    void axpy(float, const float*, float*, std::size_t) const override { no(); }
+    void mask_columns(const float*, const float*, std::size_t, std::size_t, float*) const override { no(); }
+    void dropout_mask_bits(std::uint64_t, float*, std::size_t, std::uint64_t, std::uint32_t) const override { no(); }
     void lstm_cell_forward(float*, const float*, float*, float*, std::size_t, std::size_t, std::size_t) const override {
         no();
     }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tenon/backend/device.hpp"
@@ -18,6 +19,7 @@
 #include "unit/helpers.hpp"
 
 using namespace tenon;
+using testing::all_grads;
 using testing::all_params;
 using testing::random_array;
 
@@ -459,4 +461,213 @@ TEST_CASE("device backend: a dense layer's bias and ReLU in cuBLASLt's epilogue"
         to_cpu(ref);
         CHECK(close(Pl, ref.predict(Xp), 1e-6f));
     }
+}
+
+// ---- Sequence models on the device backend: the LSTM's weight dropout, summed bias and
+// gradient sums, StaticVectors' column mask (and its table, copied to the device once) and the
+// tables' masks, ParametricAttention: every value through the backend's entries (Ops::elementwise,
+// mask_columns, dropout_mask_bits), their host flags in the call's host words. Trained a few steps
+// side by side with the CPU's from the same weights and seeds: outputs, gradients and weights.
+namespace {
+
+List<Ints2d> seq_docs(std::size_t n, std::size_t lo, std::size_t hi, std::uint64_t seed) {
+    std::uint64_t g = seed * 0x9E3779B97F4A7C15ull + 1;
+    auto next = [&] {
+        g ^= g << 13, g ^= g >> 7, g ^= g << 17;
+        return g;
+    };
+    List<Ints2d> out;
+    for (std::size_t d = 0; d < n; ++d) {
+        const std::size_t len = lo + next() % (hi - lo + 1);
+        Ints2d a({len, 4}, Memory::host);
+        for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<std::int32_t>(next() % 3000);
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+List<Floats2d> seq_grads(const List<Floats2d>& Y, std::uint64_t seed) {
+    List<Floats2d> out;
+    for (std::size_t i = 0; i < Y.size(); ++i) out.push_back(random_array(Y[i].shape(0), Y[i].shape(1), seed + i));
+    return out;
+}
+bool close(const List<Floats2d>& a, const List<Floats2d>& b, float tol) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!close(to_host(a[i]), to_host(b[i]), tol)) return false;
+    return true;
+}
+List<Floats2d> host_of(const List<Floats2d>& a) { return to_host(a); }
+
+// `make()` twice from one set of weights: one on the CPU, one moved to the device backend; steps
+// on the batches, dY random; the device model takes to_device data.
+template <class Make>
+void seq_side_by_side(Make make, const std::vector<List<Ints2d>>& batches) {
+    auto cpu_model = make();
+    to_cpu(cpu_model);
+    cpu_model.initialize(batches[0]);
+    auto dev_model = copy(cpu_model);
+    Optimizer oc = Adam(0.01), od = Adam(0.01);
+    to_gpu(dev_model, od, dev());
+    REQUIRE(std::string(dev_model.ops().name()) == dev().name());
+    for (std::size_t s = 0; s < batches.size(); ++s) {
+        const List<Ints2d>& X = batches[s];
+        fix_random_seed(300 + s);
+        auto [Yc, bpc] = cpu_model.begin_update(X);
+        fix_random_seed(300 + s);
+        auto [Yd, bpd] = dev_model.begin_update(to_device(X));
+        CHECK(close(Yd, Yc, 1e-5f));
+        const auto dY = seq_grads(host_of(Yc), 400 + 10 * s);
+        bpc(dY);
+        bpd(to_device(dY));
+        CHECK(close(all_grads(dev_model), all_grads(cpu_model), 1e-5f));
+        cpu_model.finish_update(oc);
+        dev_model.finish_update(od);
+        CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-4f));
+    }
+    CHECK(dev_model.uses_plan());
+    for (const auto& X : batches) CHECK(close(dev_model.predict(to_device(X)), cpu_model.predict(X), 1e-4f));
+}
+
+}  // namespace
+
+TEST_CASE("device models: sequence models (BiLSTM with dropout, StaticVectors, attention) train as on the CPU",
+          "[device][seq]") {
+    (void)dev();
+    const std::vector<List<Ints2d>> batches{seq_docs(7, 1, 12, 1), seq_docs(5, 0, 9, 2), seq_docs(9, 1, 15, 3)};
+    SECTION("a BiLSTM tagger, dropout in the tables, the mixer and the LSTM's weights") {
+        seq_side_by_side(
+            [] {
+                return list2ragged<Ints2d>() >>
+                       with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, 0.2), Embed<6>(3000, 2))) >>
+                       with_array<Ragged>(Maxout<10>({.nP = 2, .dropout = 0.2, .normalize = true})) >> ragged2list() >>
+                       with_padded<List<Floats2d>>(BiLSTM<16>({.depth = 2, .dropout = 0.25})) >>
+                       with_array<List<Floats2d>>(Softmax<5>());
+            },
+            batches);
+    }
+    SECTION("a StaticVectors tok2vec (a host table, its column mask)") {
+        auto table = std::make_shared<const Floats2d>(random_array(2000, 6, 62));
+        REQUIRE(table->memory() == Memory::host);
+        seq_side_by_side(
+            [&] {
+                return list2ragged<Ints2d>() >>
+                       with_array<BasicRagged<Ints2d>>(concatenate(
+                           HashEmbed<12>(400, 3u, 0, 0.3), StaticVectors<10, 6>(table, {.column = 1, .dropout = 0.3}))) >>
+                       with_array<Ragged>(Maxout<8>({.nP = 2, .dropout = 0.3, .normalize = true})) >> ragged2list() >>
+                       with_array<List<Floats2d>>(Softmax<4>());
+            },
+            batches);
+    }
+    SECTION("a ParametricAttention classifier") {
+        auto make = [] {
+            return list2ragged<Ints2d>() >>
+                   with_array<BasicRagged<Ints2d>>(concatenate(HashEmbed<12>(400, 3u, 0, 0.2), Embed<6>(3000, 2))) >>
+                   with_array<Ragged>(Maxout<10>({.nP = 2, .dropout = 0.2, .normalize = true})) >>
+                   ParametricAttention<10>() >> reduce_sum() >> Softmax<5>();
+        };
+        auto cpu_model = make();
+        to_cpu(cpu_model);
+        cpu_model.initialize(batches[0]);
+        auto dev_model = copy(cpu_model);
+        Optimizer oc = Adam(0.01), od = Adam(0.01);
+        to_gpu(dev_model, od, dev());
+        for (std::size_t s = 0; s < batches.size(); ++s) {
+            const List<Ints2d>& X = batches[s];
+            fix_random_seed(500 + s);
+            auto [Yc, bpc] = cpu_model.begin_update(X);
+            fix_random_seed(500 + s);
+            auto [Yd, bpd] = dev_model.begin_update(to_device(X));
+            CHECK(close(to_host(Yd), Yc, 1e-5f));
+            const Floats2d dY = random_array(Yc.shape(0), Yc.shape(1), 600 + s);
+            bpc(dY);
+            bpd(to_device(dY));
+            CHECK(close(all_grads(dev_model), all_grads(cpu_model), 1e-5f));
+            cpu_model.finish_update(oc);
+            dev_model.finish_update(od);
+            CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-4f));
+        }
+        CHECK(dev_model.uses_plan());
+        for (const auto& X : batches) CHECK(close(to_host(dev_model.predict(to_device(X))), cpu_model.predict(X), 1e-4f));
+    }
+}
+
+// ---- What host code does with a device model's parameters: set_param / set_grad / inc_grad,
+// model files, use_params / UseAverages, Thinc's L2 as a gradient term and the initialisers all
+// reach the parameters through the allocator's copies or the backend's entries, and leave them
+// in device memory; the values are the CPU model's.
+TEST_CASE("device models: parameters set, saved, loaded, swapped and initialised through the backend", "[device]") {
+    auto cpu_model = make_mlp();
+    to_cpu(cpu_model);
+    cpu_model.initialize(batch_x(16, 1));
+    auto dev_model = copy(cpu_model);
+    to_gpu(dev_model, dev());
+    Node& dev_first = *dev_model.walk()[1];
+    Node& cpu_first = *cpu_model.walk()[1];
+    REQUIRE(dev_first.has_param("W"));
+    const std::size_t nW = cpu_first.get_param("W").size();
+
+    // set_param from host values, set_grad, inc_grad: copies into device memory, the sum on the backend.
+    const Floats2d host_w = random_array(1, nW, 7);
+    CParamView v = cpu_first.get_param("W");
+    v.data = host_w.data();
+    dev_first.set_param("W", v);
+    cpu_first.set_param("W", v);
+    dev_first.set_grad("W", v);
+    dev_first.inc_grad("W", v);
+    dev_first.inc_grad("W", dev_first.get_param("W"));  // device values: no copy
+    CHECK(all_in(dev_model, Memory::device));
+    for (std::size_t i = 0; i < nW; ++i) {
+        CHECK(dev_first.get_param("W").data[i] == host_w.data()[i]);
+        CHECK(dev_first.get_grad("W").data[i] == 3.0f * host_w.data()[i]);
+    }
+    dev_first.set_grad("W", std::as_const(cpu_first).get_grad("W"));  // (the two models' gradients equal again)
+
+    // Model files: the device model's bytes are the CPU model's; loading into a device model
+    // keeps it on the device.
+    CHECK(dev_model.to_bytes() == cpu_model.to_bytes());
+    auto loaded = make_mlp();
+    loaded.initialize(batch_x(16, 2));
+    to_gpu(loaded, dev());
+    loaded.from_bytes(cpu_model.to_bytes());
+    CHECK(all_in(loaded, Memory::device));
+    CHECK(all_params(loaded) == all_params(cpu_model));
+    const Floats2d X = batch_x(6, 3);
+    CHECK(close(to_host(loaded.predict(to_device(X))), cpu_model.predict(X), 1e-6f));
+
+    // Training with L2 as a gradient term, then predicting with the averages (UseAverages).
+    OptimizerOptions o;
+    o.learn_rate = 0.01;
+    o.L2 = 0.01;
+    o.L2_is_weight_decay = false;
+    Optimizer oc(o), od(o);
+    to_gpu(dev_model, od, dev());
+    for (int s = 0; s < 3; ++s) {
+        const Floats2d Xs = batch_x(10, 70 + s), dY = batch_dy(10, 80 + s);
+        step(cpu_model, oc, Xs, dY, 300 + s);
+        step(dev_model, od, to_device(Xs), to_device(dY), 300 + s);
+    }
+    CHECK(close(all_params(dev_model), all_params(cpu_model), 1e-5f));
+    const auto before = all_params(dev_model);
+    {
+        const UseAverages avg_c(cpu_model, oc);
+        const UseAverages avg_d(dev_model, od);
+        CHECK(all_in(dev_model, Memory::device));
+        CHECK(close(to_host(dev_model.predict(to_device(X))), cpu_model.predict(X), 1e-5f));
+        CHECK(all_params(dev_model) != before);
+    }
+    CHECK(all_params(dev_model) == before);
+
+    // A model made and initialised on the device backend: the initialisers' values, drawn on the
+    // host, land in device memory, the CPU's from the same seed.
+    const Ops& was = current_ops();
+    set_current_ops(dev());
+    auto on_dev = make_mlp();
+    fix_random_seed(5);
+    on_dev.initialize(to_device(batch_x(16, 1)));
+    set_current_ops(was);
+    auto on_cpu = make_mlp();
+    fix_random_seed(5);
+    on_cpu.initialize(batch_x(16, 1));
+    CHECK(all_in(on_dev, Memory::device));
+    CHECK(all_params(on_dev) == all_params(on_cpu));
 }

@@ -22,6 +22,9 @@ namespace tenon {
 enum class Activation : std::uint8_t { identity, relu, sigmoid, mish, gelu, swish, hard_swish };
 // The reductions of a sequence's rows to one row (reduce_sum, reduce_mean, ...).
 enum class Reduce : std::uint8_t { sum, mean, max, first, last };
+// Elementwise operations of two arrays (fn::elementwise): y = a + b, y = a * b, y += a (b
+// unused), y += a * b.
+enum class Binary : std::uint8_t { add, mul, add_into, mul_add_into };
 
 namespace fn {
 
@@ -385,6 +388,35 @@ TENON_HD inline void layernorm_row_backward(const float* dy, float* dx, const fl
                                             const float* G, float* dG, float* db) {
     layernorm_row_param_grads(dy, xh, n, dG, db);
     layernorm_row_dx(dy, dx, xh, rs, n, G);
+}
+
+// The elementwise operations of two arrays (Ops::elementwise; Binary above): the LSTM's
+// masked weights and summed biases, its gradients' sums, a column mask row by row.
+// y += alpha x over n values (the optimizer's L2 as a gradient term).
+TENON_HD inline void axpy(float alpha, const float* x, float* y, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+TENON_HD inline void elementwise(Binary op, const float* a, const float* b, float* y, std::size_t n) {
+    switch (op) {
+        case Binary::add:
+            for (std::size_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+            break;
+        case Binary::mul:
+            for (std::size_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+            break;
+        case Binary::add_into:
+            for (std::size_t i = 0; i < n; ++i) y[i] += a[i];
+            break;
+        case Binary::mul_add_into:
+            for (std::size_t i = 0; i < n; ++i) y[i] += a[i] * b[i];
+            break;
+    }
+}
+
+// The threshold on dropout's 24 bits for a rate: ceil(rate * 2^24), kept where the bits are
+// >= it (random.hpp's dropout_mask; host code).
+inline std::uint64_t dropout_threshold(double rate) noexcept {
+    return static_cast<std::uint64_t>(std::ceil(static_cast<double>(static_cast<float>(rate)) * 16777216.0));
 }
 
 // Dropout's mask for elements first .. first + n - 1 of a call with key `key` (random.hpp's

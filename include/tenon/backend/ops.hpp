@@ -11,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "tenon/backend/functors.hpp"
 #include "tenon/types/memory.hpp"
@@ -154,6 +155,27 @@ public:
                            std::size_t w, bool add) const = 0;
     // x = 0 over n values.
     virtual void zero(float* x, std::size_t n) const = 0;
+    // --- Elementwise over n values (fn::elementwise): y = a + b, y = a * b, y += a (b unused),
+    // y += a * b; y may be a or b.
+    virtual void elementwise(Binary op, const float* a, const float* b, float* y, std::size_t n) const = 0;
+    // y += alpha x over n values (fn::axpy: Thinc's L2 as a gradient term).
+    virtual void axpy(float alpha, const float* x, float* y, std::size_t n) const = 0;
+    // Y[r, j] = X[r, j] * mask[j] over rows of width n (a column mask, one for every row); Y may be X.
+    virtual void mask_columns(const float* X, const float* mask, std::size_t rows, std::size_t n,
+                              float* Y) const = 0;
+    // m (n values) = dropout's mask for the call whose key is `key`, element j from
+    // fn::dropout_mask_bits(key, j, ..., kt, kb): the same mask on every backend (random.hpp's
+    // dropout_mask). dropout_mask below takes the rate.
+    virtual void dropout_mask_bits(std::uint64_t key, float* m, std::size_t n, std::uint64_t kt,
+                                   std::uint32_t kb) const = 0;
+    // Thinc's mask for `rate`: 1 / (1 - rate) where kept, 0 where dropped, all 0 for rate >= 1.
+    void dropout_mask(std::uint64_t key, float* m, std::size_t n, double rate) const {
+        if (rate >= 1.0) return zero(m, n);
+        const auto keep = static_cast<float>(1.0 / (1.0 - rate));
+        std::uint32_t kb = 0;
+        std::memcpy(&kb, &keep, sizeof kb);
+        dropout_mask_bits(key, m, n, fn::dropout_threshold(rate), kb);
+    }
 
     // --- Recurrent cells (LSTM, one step of `rows` sequences): G (rows x 4 nH) holds the gate
     // pre-activations and gets the activated gates (fn::lstm_cell_row: Thinc's order, blocks of

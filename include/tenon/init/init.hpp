@@ -13,6 +13,14 @@ namespace tenon {
 using Init = std::function<void(ParamView)>;
 
 namespace detail {
+// A parameter's first values, written by host code (the initialisers draw from global_rng() on
+// the host): straight into a host array; for a device model's, into host memory first and then
+// copied to the device at once (src/node.cpp). Every layer's initialize goes through these.
+void init_on_host(Floats1d& value, const std::function<void(float*)>& fill);
+void run_init(const Init& init, Node& node, std::string_view param);
+}  // namespace detail
+
+namespace detail {
 inline std::size_t fan(const ParamView& p, std::size_t i) { return i < p.rank ? p.shape[i] : 1; }
 }  // namespace detail
 

@@ -68,7 +68,7 @@ private:
         if (X) this->resolve_dim(0, X->first.shape(1));
         const std::size_t nI = this->require_dim(0);
         this->allocate_param(0, {nI});
-        for (float& w : this->get_param("W")) w = 1.0f;  // Thinc: W = 1
+        this->param(0).value.fill(1.0f);  // Thinc: W = 1 (in the parameter's memory)
         this->mark_initialized();
     }
     // (diff, total) for X: total_i = sum_j W_j diff_ij^2.

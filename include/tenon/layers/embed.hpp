@@ -83,7 +83,7 @@ private:
         const std::size_t nO = this->require_dim(0), nV = this->require_dim(1);
         detail::check_table_rows("embed", nV);
         this->allocate_param(0, {nV, nO});
-        init_E_(this->get_param("E"));
+        detail::run_init(init_E_, *this, "E");
         this->mark_initialized();
     }
 
@@ -122,7 +122,7 @@ private:
         bp.rows = rows_of(X);
         Floats2d Y = gather(bp.rows);
         bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
-        detail::apply_column_mask(Y.data(), Y.shape(0), bp.mask);
+        detail::apply_column_mask(this->ops(), Y.data(), Y.shape(0), bp.mask);
         return {std::move(Y), std::move(bp)};
     }
 

@@ -115,7 +115,7 @@ private:
         const std::size_t nO = this->require_dim(0), nV = this->require_dim(1);
         detail::check_table_rows("hashembed", nV);
         this->allocate_param(0, {nV, nO});
-        init_E_(this->get_param("E"));
+        detail::run_init(init_E_, *this, "E");
         this->mark_initialized();
     }
 
@@ -150,7 +150,7 @@ private:
         Floats2d Y = gather(bp.keys);
         if (!bp.keys.empty()) {  // Thinc draws no mask for an empty batch
             bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
-            detail::apply_column_mask(Y.data(), Y.shape(0), bp.mask);
+            detail::apply_column_mask(this->ops(), Y.data(), Y.shape(0), bp.mask);
         }
         return {std::move(Y), std::move(bp)};
     }

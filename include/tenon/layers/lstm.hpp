@@ -130,7 +130,7 @@ private:
         const detail::LstmDims d{nI, nO / dirs, this->dim(2), dirs};
         this->allocate_param(0, {detail::lstm_param_size(d)});
         this->allocate_param(1, {2, d.depth, d.dirs, d.nH});  // zeros
-        detail::lstm_fill(d, this->param(0).value.data(), init_W_, init_b_);
+        detail::init_on_host(this->param(0).value, [&](float* W) { detail::lstm_fill(d, W, init_W_, init_b_); });
         this->mark_initialized();
     }
     Padded predict_impl(const Padded& X) const { return detail::lstm_forward(run(), X, false, nullptr); }

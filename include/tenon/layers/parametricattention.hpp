@@ -23,6 +23,7 @@
 
 #include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/failed_model.hpp"
+#include "tenon/init/init.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
 #include "tenon/types/ragged.hpp"
@@ -225,7 +226,7 @@ private:
         const std::size_t n = this->require_dim(0);
         this->resolve_dim(1, n);
         this->allocate_param(0, {n});
-        attention_init_q(this->param(0).value.data(), n);
+        detail::init_on_host(this->param(0).value, [&](float* Q) { attention_init_q(Q, n); });
         if constexpr (has_key_transform) {
             check_attention_key_dims(*this, key_, n);
             widths::offer(key_, "nI", n);

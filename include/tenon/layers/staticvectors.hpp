@@ -52,6 +52,11 @@ void check_vectors(const Node& layer, const Floats2d* V, std::size_t nM);
 void static_vectors_stage_scratch(const Node* layer, bool train, std::size_t& per_row, std::size_t& fixed);
 void static_vectors_stage_forward(Node& layer, const Floats2d* V, const lowering::SeqCall& c);
 void static_vectors_stage_backward(Node* layer, const lowering::SeqCall& c);
+// The table in a backend's memory: the user's own where it lives there, else a copy made on the
+// first call and kept (VectorsCopy: shared by the layer's copies, remade for another table).
+struct VectorsCopy;
+std::shared_ptr<VectorsCopy> new_vectors_copy();
+std::shared_ptr<const Floats2d> vectors_in(const Ops& ops, const std::shared_ptr<const Floats2d>& T, VectorsCopy& c);
 }  // namespace detail
 
 template <std::size_t NO = dyn, std::size_t NM = dyn, class In = Ints2d>
@@ -87,7 +92,8 @@ public:
 
     // lower(): in a sequence model over Ints2d ids, a stage that reads them (lowered_as.hpp).
     static void stage_forward(Node* l, const lowering::SeqCall& c) {
-        detail::static_vectors_stage_forward(*l, static_cast<StaticVectors*>(l)->vectors_.get(), c);
+        const auto T = static_cast<StaticVectors*>(l)->vectors_in(*c.ops);
+        detail::static_vectors_stage_forward(*l, T.get(), c);
     }
     static constexpr lowering::SeqLayerStage lowered_as{"static_vectors", &detail::static_vectors_stage_scratch,
                                                         &stage_forward, &detail::static_vectors_stage_backward, true};
@@ -97,6 +103,10 @@ public:
         vectors_ = std::move(vectors);
     }
     std::size_t column() const { return static_cast<std::size_t>(this->template attr_as<std::int64_t>("column")); }
+    // The table in ops' memory (a device backend reads a copy of a host table, made once).
+    std::shared_ptr<const Floats2d> vectors_in(const Ops& ops) const {
+        return detail::vectors_in(ops, vectors_, *table_copy_);
+    }
 
     struct Backprop {
         StaticVectors* layer = nullptr;
@@ -112,7 +122,7 @@ public:
             Floats2d masked;
             if (mask.size()) {
                 masked = Floats2d(dY);
-                detail::apply_column_mask(masked.data(), rows, mask);
+                detail::apply_column_mask(ops, masked.data(), rows, mask);
                 d = masked.data();
             }
             ops.gemm(true, false, nO, nM, rows, 1.0f, d, nO, V.data(), nM, 1.0f, layer->grad_data(0), nM);
@@ -126,14 +136,15 @@ private:
         if (Y) this->resolve_dim(0, Y->shape(1));
         const std::size_t nO = this->require_dim(0), nM = this->require_dim(1);
         this->allocate_param(0, {nO, nM});
-        init_W_(this->get_param("W"));
+        detail::run_init(init_W_, *this, "W");
         this->mark_initialized();
     }
 
     // V[ids] (rows, nM): one table row per id, row 0 for an id >= nV.
     Floats2d lookup(InView X) const {
         if (!vectors_) detail::throw_vectors_unset(*this, "predict");
-        const Floats2d& T = *vectors_;
+        const auto table = vectors_in(this->ops());
+        const Floats2d& T = *table;
         const std::size_t nV = T.shape(0), nM = this->dim(1);
         if (T.shape(1) != nM) detail::check_vectors(*this, &T, nM);  // (a file of another nM was loaded)
         const auto ids = detail::id_column(*this, X, column());
@@ -164,12 +175,13 @@ private:
         Floats2d Y = project(bp.V);
         if (Y.shape(0)) {
             bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
-            detail::apply_column_mask(Y.data(), Y.shape(0), bp.mask);
+            detail::apply_column_mask(this->ops(), Y.data(), Y.shape(0), bp.mask);
         }
         return {std::move(Y), std::move(bp)};
     }
 
     std::shared_ptr<const Floats2d> vectors_;
+    std::shared_ptr<detail::VectorsCopy> table_copy_ = detail::new_vectors_copy();
     Init init_W_;
 };
 

@@ -83,7 +83,12 @@ struct SeqCall {
     float* train_scratch = nullptr;  // training: the rest of scratch(rows, true), same lifetime
     const std::int32_t* ids = nullptr;  // a layer that reads the plan's ids (reads_ids): rows x cols
     std::size_t cols = 0;
+    // seq_host_words words of host memory, zero at the forward's start, kept from the forward to
+    // the backward (the call's state): what the stage's host code reads back (a flag, a count),
+    // where the scratch is the backend's memory and the host does not read it.
+    std::uint64_t* host = nullptr;
 };
+inline constexpr std::size_t seq_host_words = 2;
 struct SeqLayerStage {
     const char* name;
     // The floats a call of `rows` rows needs: per_row * r + fixed (r: rows rounded up to 16),

@@ -217,6 +217,9 @@ struct Ctx {
     float* y = nullptr;          // the output array (the last boundary, unless it is in the workspace)
     float* dx0 = nullptr;        // the gradient of boundary 0 (the dX array returned)
     const float* dy = nullptr;   // the gradient of the last boundary (the caller's dY)
+    // Training: seq_host_words host words per stage (CallState's), kept from forward to backward
+    // (lowered_as.hpp's SeqCall::host; a table's mask flag). Null in predict.
+    std::uint64_t* host = nullptr;
 
     float* buf(std::size_t id) const {
         const Buffer& b = p->bufs[id];
@@ -315,6 +318,11 @@ void product_backward(const Stage& s, const StageParams& sp, const Ctx& c);
 // context's rows must be the stage's (Ctx::at). Their math is the layers' own
 // (Embed/HashEmbed's keys by the layer's function, expand_window's Ops::seq2col, Thinc's
 // flatten with pad, the reductions' Ops::segment_reduce).
+// n floats from `from` to `to`, both in the backend's memory (a plan's boundaries: its input,
+// output and gradients in and out of the workspace), on the backend.
+inline void copy_floats(const Ops& ops, float* to, const float* from, std::size_t n) {
+    if (n) ops.copy_rows(from, n, to, n, 1, n, false);
+}
 void seq_forward(const Stage& s, const Ctx& c);
 void seq_backward(const Stage& s, const Ctx& c, const float* d);
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tenon/lower/plan.hpp"
 #include "tenon/model/finite.hpp"
@@ -50,6 +51,7 @@ struct CallState {
     Floats2d head_out;                // boundary 1 when the first layer is a head
     Ints1d lengths;                   // a sequence plan's: the input's sequences
     std::size_t nonempty = 0, in_cols = 0;
+    std::vector<std::uint64_t> host;  // a sequence plan's: its stages' host words (Ctx::host)
 };
 
 // The running of a plan from In to Out. `root` is the model's Backprop storage, where the
@@ -86,7 +88,8 @@ private:
     static void seq_rows(const PlanData& p, Ctx& c, const Ints1d& lengths, std::size_t rows, std::size_t nonempty);
     static void seq_put_input(const PlanData& p, Ctx& c, const InView& X, Ints2d& ids, std::size_t cols);
     static Out seq_output(const PlanData& p, const Ctx& c, const Ints1d& lengths);
-    static void seq_take_grad(const PlanData& p, const OutView& dY, const Ints1d& lengths, std::size_t nO, float* to);
+    static void seq_take_grad(const PlanData& p, const Ops& ops, const OutView& dY, const Ints1d& lengths,
+                              std::size_t nO, float* to);
     static In seq_input_grad(const PlanData& p, const Ctx& c, const Ints1d& lengths, std::size_t rows,
                              std::size_t cols);
     static void check_head(const PlanData& p, const Floats2d& h);
@@ -158,6 +161,8 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         seq_rows(p, c, st.lengths, st.rows, st.nonempty);
         st.ws = Floats1d({p.ws_floats(c.srows, true)}, uninitialized);
         c.ws = st.ws.data();
+        st.host.assign(p.stages.size() * seq_host_words, 0);
+        c.host = st.host.data();
         Ints2d ids;
         seq_put_input(p, c, X, ids, st.in_cols);
         c.y = c.buf(p.bounds.back().act);
@@ -177,7 +182,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
             st.rows = X.shape(0);
             if (copy_input) {
                 st.x_own = Floats2d({X.shape(0), X.shape(1)}, uninitialized);
-                std::memcpy(st.x_own.data(), X.data(), X.size() * sizeof(float));
+                copy_floats(ops, st.x_own.data(), X.data(), X.size());
                 st.x0 = st.x_own.data();
             } else {
                 st.x0 = X.data();
@@ -185,6 +190,12 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         }
         st.ws = Floats1d({p.ws_floats(st.rows, true)}, uninitialized);
         Ctx c = ctx(p, ops, st.ws.data(), st.rows, true);
+        for (const Stage& s : p.stages)
+            if (is_seq_prim(s.prim)) {  // (a table after a head layer: its host words)
+                st.host.assign(p.stages.size() * seq_host_words, 0);
+                c.host = st.host.data();
+                break;
+            }
         c.x0 = st.x0;
         c.b1 = st.head_out.size() ? st.head_out.data() : nullptr;
         const std::size_t nO = p.bounds.back().width;
@@ -192,10 +203,10 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         c.y = Y.data();
         if (head_input && p.bounds.size() == 2) {
             if (!p.stages[0].ops.empty()) c.ops->stage_forward_rows(p.stages[0], resolve(p.stages[0], true), c);
-            std::memcpy(Y.data(), st.head_out.data(), Y.size() * sizeof(float));
+            copy_floats(ops, Y.data(), st.head_out.data(), Y.size());
         } else {
             run_forward(p, c, first, root);
-            if (p.final_in_ws) std::memcpy(Y.data(), c.act(p.bounds.size() - 1), Y.size() * sizeof(float));
+            if (p.final_in_ws) copy_floats(ops, Y.data(), c.act(p.bounds.size() - 1), Y.size());
         }
         return Y;
     }
@@ -207,12 +218,13 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
     const std::size_t nO = p.bounds.back().width;
     In dX{};
     Ctx c = ctx(p, ops, const_cast<float*>(st.ws.data()), st.rows, true);
+    c.host = const_cast<std::uint64_t*>(st.host.data());
     if constexpr (seq) {
         seq_rows(p, c, st.lengths, st.rows, st.nonempty);
         c.in_cols = st.in_cols;
         c.x0 = p.in_buf != npos ? c.buf(p.in_buf) : nullptr;
         float* dy = c.buf(p.dy_buf);
-        seq_take_grad(p, dY, st.lengths, nO, dy);
+        seq_take_grad(p, ops, dY, st.lengths, nO, dy);
         c.dy = dy;
         if (input_grad && p.dx_buf != npos) c.dx0 = c.buf(p.dx_buf);
     } else {
@@ -251,9 +263,8 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
             s.fns.backward(root + s.bp_offset, d, &g);
             float* to = c.grad(s.in);
             if (!to) continue;  // the input's gradient, not wanted
-            if (s.dx_assign) std::memcpy(to, g.data(), g.size() * sizeof(float));
-            else
-                for (std::size_t i = 0, e = g.size(); i < e; ++i) to[i] += g[i];
+            if (s.dx_assign) copy_floats(ops, to, g.data(), g.size());
+            else if (g.size()) ops.elementwise(Binary::add_into, g.data(), nullptr, to, g.size());
         } else if (is_seq_prim(s.prim)) {
             const float* d = c.grad(s.out);
             if (!s.ops.empty()) {
@@ -372,11 +383,11 @@ void Runner<In, Out>::seq_put_input(const PlanData& p, Ctx& c, const InView& X, 
             c.x0 = to;
             if constexpr (seq_type<In>::list) {
                 for (const auto& a : X) {
-                    if (a.size()) std::memcpy(to, a.data(), a.size() * sizeof(float));
+                    copy_floats(*c.ops, to, a.data(), a.size());
                     to += a.size();
                 }
             } else {
-                if (rows) std::memcpy(to, X.data().data(), X.data().size() * sizeof(float));
+                if (rows) copy_floats(*c.ops, to, X.data().data(), X.data().size());
             }
         }
     } else {
@@ -391,21 +402,21 @@ Out Runner<In, Out>::seq_output(const PlanData& p, const Ctx& c, const Ints1d& l
     if constexpr (!seq_out) {  // one row per sequence
         (void)lengths;
         Floats2d a({rows, nO}, uninitialized);
-        if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
+        copy_floats(*c.ops, a.data(), y, a.size());
         return a;
     } else if constexpr (seq_type<Out>::list) {
         Out out;
         out.reserve(lengths.size());
         for (auto l : lengths) {
             Floats2d a({static_cast<std::size_t>(l), nO}, uninitialized);
-            if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
+            copy_floats(*c.ops, a.data(), y, a.size());
             y += a.size();
             out.push_back(std::move(a));
         }
         return out;
     } else {
         Floats2d a({rows, nO}, uninitialized);
-        if (a.size()) std::memcpy(a.data(), y, a.size() * sizeof(float));
+        copy_floats(*c.ops, a.data(), y, a.size());
         return Out(std::move(a), lengths);
     }
 }
@@ -413,8 +424,8 @@ Out Runner<In, Out>::seq_output(const PlanData& p, const Ctx& c, const Ints1d& l
 // The output's gradient, flattened into the workspace, after checking it has the output's
 // sequences (tenon-E170, as the transfers word it) and width (tenon-E111).
 template <class In, class Out>
-void Runner<In, Out>::seq_take_grad(const PlanData& p, const OutView& dY, const Ints1d& lengths, std::size_t nO,
-                                    float* to) {
+void Runner<In, Out>::seq_take_grad(const PlanData& p, const Ops& ops, const OutView& dY, const Ints1d& lengths,
+                                    std::size_t nO, float* to) {
     // (The messages' strings are made only on an error: a backprop allocates nothing.)
     auto width = [&](std::size_t w) {
         if (w != nO)
@@ -430,7 +441,7 @@ void Runner<In, Out>::seq_take_grad(const PlanData& p, const OutView& dY, const 
                                  "), one row per sequence like the output, but found (" +
                                  std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
                              "tenon-E111");
-        if (dY.size()) std::memcpy(to, dY.data(), dY.size() * sizeof(float));
+        copy_floats(ops, to, dY.data(), dY.size());
     } else if constexpr (seq_type<Out>::list) {
         bool same = dY.size() == lengths.size();
         for (std::size_t i = 0; same && i < dY.size(); ++i) same = dY[i].shape(0) == static_cast<std::size_t>(lengths[i]);
@@ -438,7 +449,7 @@ void Runner<In, Out>::seq_take_grad(const PlanData& p, const OutView& dY, const 
         for (const auto& a : dY) {
             if (!a.size()) continue;
             width(a.shape(1));
-            std::memcpy(to, a.data(), a.size() * sizeof(float));
+            copy_floats(ops, to, a.data(), a.size());
             to += a.size();
         }
     } else {
@@ -446,7 +457,7 @@ void Runner<In, Out>::seq_take_grad(const PlanData& p, const OutView& dY, const 
         if (L.size() != lengths.size() || !std::equal(L.begin(), L.end(), lengths.begin()))
             detail::xfer::check_lengths("plan of " + p.model_name, lengths, L);
         width(dY.data().shape(1));
-        if (dY.data().size()) std::memcpy(to, dY.data().data(), dY.data().size() * sizeof(float));
+        copy_floats(ops, to, dY.data().data(), dY.data().size());
     }
 }
 
@@ -462,7 +473,7 @@ In Runner<In, Out>::seq_input_grad(const PlanData& p, const Ctx& c, const Ints1d
         auto part = [&](std::size_t n) {
             A a({n, w});
             if constexpr (!seq_type<In>::ints) {
-                if (g && a.size()) std::memcpy(a.data(), g, a.size() * sizeof(float));
+                if (g) copy_floats(*c.ops, a.data(), g, a.size());
                 if (g) g += a.size();
             }
             return a;
@@ -526,7 +537,7 @@ void Runner<In, Out>::run_forward(const PlanData& p, Ctx& c, std::size_t first, 
                                      ", " + std::to_string(y.shape(1)) + "), expected (" + std::to_string(c.rows) +
                                      ", " + std::to_string(s.nO) + ")",
                                  "tenon-E111");
-            std::memcpy(c.act(s.out), y.data(), y.size() * sizeof(float));
+            copy_floats(*c.ops, c.act(s.out), y.data(), y.size());
             if (s.ops.empty()) continue;
         }
         c.ops->stage_forward_rows(s, sp, c);

@@ -71,16 +71,17 @@ inline void check_dropout_rate(const std::string& layer, const std::optional<dou
     if (rate && !(*rate >= 0.0 && *rate <= 1.0))
         throw Error(layer + ": the dropout rate must be in [0, 1], found " + std::to_string(*rate), "tenon-E195");
 }
-// Thinc's per-column mask (shape (nO,)) for training, or an empty array (no dropout).
+// Thinc's per-column mask (shape (nO,)) for training, or an empty array (no dropout): in the
+// layer's backend's memory, filled there (Ops::dropout_mask: the same bits on every backend;
+// the key is drawn here, on the host, in the layers' order).
 inline Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_train) {
     if (!is_train || !layer.has_attr("dropout_rate")) return {};
     const double r = layer.attr_as<double>("dropout_rate");
     check_dropout_rate(layer.name(), r);
     if (r <= 0.0) return {};
-    Floats1d mask({nO});  // zeros: the rate 1 case
-    if (r < 1.0) {
-        dropout_mask(dropout_key(global_rng()), 0, mask.data(), mask.size(), r, static_cast<float>(1.0 / (1.0 - r)));
-    }
+    const Ops& ops = layer.ops();
+    Floats1d mask({nO}, uninitialized, ops.memory());
+    ops.dropout_mask(r < 1.0 ? dropout_key(global_rng()) : 0, mask.data(), nO, r);  // (rate 1: zeros, no draw)
     return mask;
 }
 // A table's rows are addressed by 32-bit indices (the backend's gathers and scatter-adds):
@@ -116,11 +117,10 @@ inline void check_table_grad(const char* who, bool has_layer, const Floats2dCVie
                              std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
                          "tenon-E191");
 }
-inline void apply_column_mask(float* Y, std::size_t rows, const Floats1d& mask) {
-    const std::size_t n = mask.size();
-    if (!n) return;
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t j = 0; j < n; ++j) Y[r * n + j] *= mask[j];
+// Y (rows x mask.size(), in ops' memory) times the column mask, on the backend (nothing for an
+// empty mask).
+inline void apply_column_mask(const Ops& ops, float* Y, std::size_t rows, const Floats1d& mask) {
+    if (mask.size()) ops.mask_columns(Y, mask.data(), rows, mask.size(), Y);
 }
 
 }  // namespace detail
