@@ -51,7 +51,9 @@ struct CallState {
     Floats2d head_out;                // boundary 1 when the first layer is a head
     Ints1d lengths;                   // a sequence plan's: the input's sequences
     std::size_t nonempty = 0, in_cols = 0;
-    std::vector<std::uint64_t> host;  // a sequence plan's: its stages' host words (Ctx::host)
+    // A sequence plan's: its stages' host words (Ctx::host), host memory on every backend, from
+    // the block cache (no allocation after warm-up).
+    Array<std::uint64_t, dyn> host;
 };
 
 // The running of a plan from In to Out. `root` is the model's Backprop storage, where the
@@ -161,7 +163,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         seq_rows(p, c, st.lengths, st.rows, st.nonempty);
         st.ws = Floats1d({p.ws_floats(c.srows, true)}, uninitialized);
         c.ws = st.ws.data();
-        st.host.assign(p.stages.size() * seq_host_words, 0);
+        st.host = Array<std::uint64_t, dyn>({p.stages.size() * seq_host_words}, Memory::host);
         c.host = st.host.data();
         Ints2d ids;
         seq_put_input(p, c, X, ids, st.in_cols);
@@ -192,7 +194,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         Ctx c = ctx(p, ops, st.ws.data(), st.rows, true);
         for (const Stage& s : p.stages)
             if (is_seq_prim(s.prim)) {  // (a table after a head layer: its host words)
-                st.host.assign(p.stages.size() * seq_host_words, 0);
+                st.host = Array<std::uint64_t, dyn>({p.stages.size() * seq_host_words}, Memory::host);
                 c.host = st.host.data();
                 break;
             }
