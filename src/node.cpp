@@ -230,6 +230,7 @@ void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
     p.grad = Floats1d({n});
     p.grad_lazy_zero = false;
     p.allocated = true;
+    p.stamp.renew();
     detail::layout_changed();
 }
 
@@ -289,7 +290,16 @@ V view_of(P& p, bool grad) {
 }
 }  // namespace
 
-ParamView Node::get_param(std::string_view n) { return view_of<ParamView>(require_param(n), false); }
+ParamView Node::get_param(std::string_view n) {
+    Param& p = require_param(n);
+    p.stamp.renew();  // the caller may write through the view
+    return view_of<ParamView>(p, false);
+}
+
+std::mutex& detail::param_write_mutex() noexcept {
+    static std::mutex m;
+    return m;
+}
 CParamView Node::get_param(std::string_view n) const { return view_of<CParamView>(require_param(n), false); }
 ParamView Node::get_grad(std::string_view n) {
     Param& p = require_param(n);
@@ -333,7 +343,10 @@ void Node::set_param(std::string_view n, CParamView v) {
         allocate_param(static_cast<std::size_t>(p - params_.data()),
                        std::vector<std::size_t>(v.shape.begin(), v.shape.begin() + v.rank));
     }
+    // The write and the new stamp under the lock a frozen plan copies under (never half of it).
+    const std::lock_guard<std::mutex> lock(detail::param_write_mutex());
     if (v.size()) std::memcpy(p->value.data(), v.data, v.size() * sizeof(float));
+    p->stamp.renew();
 }
 
 void Node::set_grad(std::string_view n, CParamView v) {
@@ -480,6 +493,7 @@ void Node::apply_optimizer(Optimizer& optimizer) {
             settle_grad(p);  // a gradient no backprop touched since the last step is zero
             // The optimizer leaves the gradient's memory as it is; it is zero from now on.
             optimizer.apply_checked(*this, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+            p.stamp.renew();  // (a fused step writes the values at end_step, before any later call)
         }
         p.grad_lazy_zero = true;
     }
@@ -504,6 +518,7 @@ void Node::apply_optimizer_tree(Optimizer& optimizer) {
                 if (phase == 1) {
                     settle_grad(p);
                     opt.apply_checked(n, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+                    p.stamp.renew();
                 }
                 p.grad_lazy_zero = true;
             }
