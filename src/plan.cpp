@@ -176,11 +176,11 @@ void FrozenWeights::apply(std::size_t stage, StageParams& sp) const noexcept {
 
 FrozenSlot::FrozenSlot() = default;
 FrozenSlot::~FrozenSlot() = default;
-FrozenSlot::FrozenSlot(const FrozenSlot& o) : on_(o.on_), cur_(o.cur_.load()) {}
+FrozenSlot::FrozenSlot(const FrozenSlot& o) : on_(o.on()), cur_(o.cur_.load()) {}
 FrozenSlot& FrozenSlot::operator=(const FrozenSlot& o) {
     if (this != &o) {
-        on_ = o.on_;
         cur_.store(o.cur_.load());
+        on_.store(o.on(), std::memory_order_release);
     }
     return *this;
 }
@@ -189,11 +189,11 @@ void FrozenSlot::freeze(const PlanData& p, const Ops& ops) {
     std::shared_ptr<const FrozenWeights> made = std::make_shared<const FrozenWeights>(p, ops);
     const std::lock_guard<std::mutex> guard(lock_);
     cur_.store(std::move(made));
-    on_ = true;
+    on_.store(true, std::memory_order_release);
 }
 
 void FrozenSlot::thaw() noexcept {
-    on_ = false;
+    on_.store(false, std::memory_order_release);
     cur_.store(nullptr);
 }
 

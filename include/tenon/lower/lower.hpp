@@ -476,6 +476,7 @@ public:
     // (write with set_param, or get_param again). set_param may run while other threads
     // predict: each call sees the old weights or the new ones. begin_update is unchanged. A
     // backend that does not prepack (the generic kernel, the device backend) keeps no copies.
+    // (freeze_weights / thaw_weights are set-up calls: not while other threads predict.)
     void freeze_weights() {
         require_current();
         frozen_.freeze(p_, model_->ops());

@@ -339,7 +339,7 @@ public:
     ~FrozenSlot();
     FrozenSlot(const FrozenSlot& o);
     FrozenSlot& operator=(const FrozenSlot& o);
-    bool on() const noexcept { return on_; }
+    bool on() const noexcept { return on_.load(std::memory_order_acquire); }
     // On (copies made now) or off (copies released).
     void freeze(const PlanData& p, const Ops& ops);
     void thaw() noexcept;
@@ -347,7 +347,7 @@ public:
     std::shared_ptr<const FrozenWeights> get(const PlanData& p, const Ops& ops) const;
 
 private:
-    bool on_ = false;
+    std::atomic<bool> on_{false};
     mutable std::atomic<std::shared_ptr<const FrozenWeights>> cur_;
     mutable std::mutex lock_;
 };
