@@ -99,6 +99,20 @@ inline void transpose8x8(const float* src, std::size_t lds, float* dst, std::siz
     }
 }
 
+// dst[q * ldd + r] = src[r * lds + q] for r < 4, q < 8 (4 rows of 8 side by side).
+inline void transpose4x8(const float* src, std::size_t lds, float* dst, std::size_t ldd) {
+    const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds),
+                 r3 = _mm256_loadu_ps(src + 3 * lds);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                 t3 = _mm256_unpackhi_ps(r2, r3);
+    const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                         _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+    for (std::size_t q = 0; q < 4; ++q) {
+        _mm_storeu_ps(dst + q * ldd, _mm256_castps256_ps128(u[q]));
+        _mm_storeu_ps(dst + (q + 4) * ldd, _mm256_extractf128_ps(u[q], 1));
+    }
+}
+
 // op(A)[i0 + r, p0 + p] for r < mc, p < kc, as panels of MR rows (zero rows past mc).
 void pack_a(const Operands& o, std::size_t i0, std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
     for (std::size_t r0 = 0; r0 < mc; r0 += MR) {
@@ -115,7 +129,15 @@ void pack_a(const Operands& o, std::size_t i0, std::size_t mc, std::size_t p0, s
         } else {
             const float* rowp[MR];
             for (std::size_t r = 0; r < MR; ++r) rowp[r] = r < rows ? o.a + (i0 + r0 + r) * o.lda + p0 : nullptr;
-            for (std::size_t p = 0; p < kc; ++p) {
+            std::size_t p = 0;
+            if (rows == MR)  // a full panel: 4 rows x 8 steps at a time, transposed in registers
+                for (; p + 8 <= kc; p += 8) {
+                    std::size_t r = 0;
+                    for (; r + 4 <= MR; r += 4) transpose4x8(rowp[r] + p, o.lda, dst + p * MR + r, MR);
+                    for (; r < MR; ++r)
+                        for (std::size_t q = 0; q < 8; ++q) dst[(p + q) * MR + r] = rowp[r][p + q];
+                }
+            for (; p < kc; ++p) {
                 float* d = dst + p * MR;
                 for (std::size_t r = 0; r < MR; ++r) d[r] = rowp[r] ? rowp[r][p] : 0.0f;
             }
