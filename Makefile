@@ -65,11 +65,12 @@ test-tsan: deps
 	@[ -f $(BUILD)-tsan/build.ninja ] || meson setup $(BUILD)-tsan --buildtype=debugoptimized \
 	  -Db_sanitize=thread -Dexamples=false -Dbench=false -Dcuda=disabled >/dev/null
 	ninja -C $(BUILD)-tsan tests/test_threads tests/test_gemm tests/test_lower tests/test_engine tests/test_errors \
-	  tests/integration/test_tok2vec
+	  tests/integration/test_tok2vec tests/test_frozen
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_threads
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_lower "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_engine "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_errors "[threads]"
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/tests/test_frozen "[threads]"
 	TSAN_OPTIONS=halt_on_error=1 TENON_NUM_THREADS=3 $(BUILD)-tsan/tests/test_gemm
 	TSAN_OPTIONS=halt_on_error=1 TENON_NUM_THREADS=3 $(BUILD)-tsan/tests/integration/test_tok2vec "[threads]"
 

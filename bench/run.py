@@ -90,8 +90,10 @@ from anchor_common import ALL_FIGURES, BOUND_FIGURES, BOUND_OF, make_log  # noqa
 # training step at batch 128 (train_epoch_b128 / 469 batches).
 # latency_b1_p99_loaded: latency_b1_p99 while a competing process spins on one core (the
 # table ends with it as a multiple of the quiet p99).
+# predict10k_b*_unfrozen: predict10k_b* on the plan without frozen weights (W packed at every
+# call; the predict figures run the serving path, plan.freeze_weights(): docs/lowering.md).
 TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck", "finite_check_b128",
-                      "latency_b1_p99_loaded"]
+                      "latency_b1_p99_loaded", "predict10k_b128_unfrozen", "predict10k_b1024_unfrozen"]
 # AnyModel's cost (issue 18; tenon_bench.cpp, time_any_model): a model called as itself
 # (anymodel_*_static), through an AnyModel holding a copy of it (anymodel_*) and built from the
 # same model written as a config (config_*: a DynChain of AnyModel steps), us per call: predict

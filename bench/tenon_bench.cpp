@@ -275,22 +275,31 @@ int main(int argc, char** argv) {
 
         auto model = make_model();
         model.initialize(data.X_train, Y_train);
-        const auto plan = lower(model);
+        // The serving path: a held plan with its weights frozen (W kept packed for the
+        // product: docs/lowering.md, "Frozen weights"); *_unfrozen: the same plan packing W
+        // at every call, in the same run.
+        auto plan = lower(model);
+        plan.freeze_weights();
+        const auto unfrozen = lower(model);
         set_check_finite_inputs(true);
         struct PredictRun {
             std::size_t batch;
             bool check;
+            bool frozen;
         };
-        for (const PredictRun run : {PredictRun{128, true}, PredictRun{128, false}, PredictRun{1024, true}}) {
+        for (const PredictRun run : {PredictRun{128, true, true}, PredictRun{128, false, true},
+                                     PredictRun{1024, true, true}, PredictRun{128, true, false},
+                                     PredictRun{1024, true, false}}) {
             const std::size_t batch = run.batch;
-            const std::string fig = "predict10k_b" + std::to_string(batch) + (run.check ? "" : "_nocheck");
+            const std::string fig = "predict10k_b" + std::to_string(batch) + (run.check ? "" : "_nocheck") +
+                                    (run.frozen ? "" : "_unfrozen");
             if (!want(fig)) continue;
             set_check_finite_inputs(run.check);
             double best = 1e30;
             for (int rep = 0; rep < 3; ++rep) {
                 const auto t0 = Clock::now();
                 for (const auto& X : minibatch(batch, data.X_test)) {
-                    const Floats2d P = plan.predict(X);
+                    const Floats2d P = run.frozen ? plan.predict(X) : unfrozen.predict(X);
                     if (P.shape(0) == 0) std::abort();
                 }
                 best = std::min(best, seconds_since(t0));

@@ -233,6 +233,7 @@ void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
     p.grad = Floats1d({n}, m);
     p.grad_lazy_zero = false;
     p.allocated = true;
+    p.stamp.renew();
     detail::layout_changed();
 }
 
@@ -292,7 +293,16 @@ V view_of(P& p, bool grad) {
 }
 }  // namespace
 
-ParamView Node::get_param(std::string_view n) { return view_of<ParamView>(require_param(n), false); }
+ParamView Node::get_param(std::string_view n) {
+    Param& p = require_param(n);
+    p.stamp.renew();  // the caller may write through the view
+    return view_of<ParamView>(p, false);
+}
+
+std::mutex& detail::param_write_mutex() noexcept {
+    static std::mutex m;
+    return m;
+}
 CParamView Node::get_param(std::string_view n) const { return view_of<CParamView>(require_param(n), false); }
 ParamView Node::get_grad(std::string_view n) {
     Param& p = require_param(n);
@@ -336,9 +346,12 @@ void Node::set_param(std::string_view n, CParamView v) {
         allocate_param(static_cast<std::size_t>(p - params_.data()),
                        std::vector<std::size_t>(v.shape.begin(), v.shape.begin() + v.rank));
     }
-    // From wherever the values are to wherever the parameter is (a device model's: one copy).
+    // From wherever the values are to wherever the parameter is (a device model's: one copy), and
+    // the new stamp, under the lock a frozen plan copies under (never half of it).
+    const std::lock_guard<std::mutex> lock(detail::param_write_mutex());
     if (v.size())
         detail::copy_bytes(p->value.data(), p->value.memory(), v.data, detail::memory_of(v.data), v.size() * sizeof(float));
+    p->stamp.renew();
 }
 
 void Node::set_grad(std::string_view n, CParamView v) {
@@ -498,6 +511,7 @@ void Node::apply_optimizer(Optimizer& optimizer) {
             settle_grad(p);  // a gradient no backprop touched since the last step is zero
             // The optimizer leaves the gradient's memory as it is; it is zero from now on.
             optimizer.apply_checked(*this, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+            p.stamp.renew();  // (a fused step writes the values at end_step, before any later call)
         }
         p.grad_lazy_zero = true;
     }
@@ -522,6 +536,7 @@ void Node::apply_optimizer_tree(Optimizer& optimizer) {
                 if (phase == 1) {
                     settle_grad(p);
                     opt.apply_checked(n, p.name, p.value.view(), p.grad.view(), /*zero_grad=*/false);
+                    p.stamp.renew();
                 }
                 p.grad_lazy_zero = true;
             }

@@ -44,6 +44,10 @@ struct ParamAccess {
     static float* grad_for_overwrite(Node& n, std::size_t i, const char* name, bool& zero) {
         return ok(n, i) ? n.grad_for_overwrite_data(i, zero) : n.get_grad_for_overwrite(name, zero).data;
     }
+    // The value stamp of parameter i (detail::ValueStamp).
+    static std::uint64_t stamp(const Node& n, std::size_t i) { return n.params_[i].stamp.get(); }
+    static std::size_t size(const Node& n, std::size_t i) { return n.params_[i].value.size(); }
+    static const float* data(const Node& n, std::size_t i) { return n.params_[i].value.data(); }
     // Attribute i as a T where it is still the one named `name` and holds a T, else by name
     // (with the node's own errors).
     template <class T>
@@ -101,14 +105,113 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
 
 void product_forward(const Stage& s, const StageParams& sp, const Ctx& c) {
     const float* X = c.act(s.in);
-    if (s.prim == Prim::dense) {
-        if (bias_act_epilogue(s, sp, c) && c.ops->gemm_bias_act(s.act, c.rows, s.nO, s.nI, X, sp.W, sp.b, c.act(s.out)))
-            return;
-        c.ops->gemm(false, true, c.rows, s.nO, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.act(s.out), s.nO);
-    } else {
-        c.ops->gemm(false, true, c.rows, s.nO * s.nP, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, c.buf(c.p->zs),
-                   s.nO * s.nP);
+    if (s.prim == Prim::dense && bias_act_epilogue(s, sp, c) &&
+        c.ops->gemm_bias_act(s.act, c.rows, s.nO, s.nI, X, sp.W, sp.b, c.act(s.out)))
+        return;
+    const std::size_t n = s.prim == Prim::dense ? s.nO : s.nO * s.nP;
+    float* out = s.prim == Prim::dense ? c.act(s.out) : c.buf(c.p->zs);
+    if (sp.Wp) c.ops->gemm_prepacked(false, true, c.rows, n, s.nI, 1.0f, X, s.nI, sp.W, s.nI, sp.Wp, 0.0f, out, n);
+    else c.ops->gemm(false, true, c.rows, n, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, out, n);
+}
+
+// --- Frozen weights (lower/plan.hpp; docs/lowering.md, "Frozen weights").
+
+FrozenWeights::FrozenWeights(const PlanData& p, const Ops& ops) : ops_(&ops), stages_(p.stages.size()) {
+    bool any = false;
+    for (const Stage& s : p.stages)
+        any = any || ((s.prim == Prim::dense || s.prim == Prim::maxout) && ops.prepacked_size(s.nI, s.nO * s.nP) > 0);
+    if (!any) return;  // a backend that does not prepack: no copies, the model's values are read
+    const detail::MemoryScope memory(ops.memory());
+    // The stamps and the values under the lock set_param writes under: a copy is of one
+    // version of each parameter, and its stamp is that version's.
+    const std::lock_guard<std::mutex> lock(detail::param_write_mutex());
+    auto copy = [&](const Node& n, std::size_t i) -> const float* {
+        if (!ParamAccess::ok(n, i)) return nullptr;
+        const std::size_t size = ParamAccess::size(n, i);
+        sources_.push_back({&n, i, ParamAccess::stamp(n, i)});
+        store_.emplace_back(Floats1d::shape_type{size}, uninitialized);
+        if (size) ops.copy_rows(ParamAccess::data(n, i), size, store_.back().data(), size, 1, size, false);
+        floats_ += size;
+        return store_.back().data();
+    };
+    store_.reserve(4 * p.stages.size() + 4 * max_ops);  // (pointers into store_ stay valid: Floats1d's data is its own)
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        const Stage& s = p.stages[i];
+        if (s.prim != Prim::dense && s.prim != Prim::maxout) continue;
+        const std::size_t n = s.nO * s.nP, packed = ops.prepacked_size(s.nI, n);
+        const Node& l = *s.layer;
+        if (!packed || !ParamAccess::ok(l, s.iW) || !ParamAccess::ok(l, s.ib) || ParamAccess::size(l, s.iW) != n * s.nI)
+            continue;
+        Copy& c = stages_[i];
+        c.W = copy(l, s.iW);
+        c.b = copy(l, s.ib);
+        store_.emplace_back(Floats1d::shape_type{packed}, uninitialized);
+        ops.prepack(true, s.nI, n, c.W, s.nI, store_.back().data());
+        c.Wp = store_.back().data();
+        floats_ += packed;
+        for (std::size_t k = 0; k < s.ops.size() && k < max_ops; ++k)
+            if (s.ops[k].kind == OpKind::layernorm) {
+                c.G[k] = copy(*s.ops[k].node, s.ops[k].iG);
+                c.gb[k] = copy(*s.ops[k].node, s.ops[k].ib);
+            }
     }
+}
+
+bool FrozenWeights::current(const Ops& ops) const noexcept {
+    if (&ops != ops_) return false;
+    for (const Source& src : sources_)
+        if (ParamAccess::stamp(*src.node, src.index) != src.stamp) return false;
+    return true;
+}
+
+void FrozenWeights::apply(std::size_t stage, StageParams& sp) const noexcept {
+    if (stage >= stages_.size()) return;
+    const Copy& c = stages_[stage];
+    if (!c.Wp) return;
+    sp.W = c.W;
+    sp.Wp = c.Wp;
+    sp.b = c.b;
+    for (std::size_t k = 0; k < max_ops; ++k) {
+        if (c.G[k]) sp.op[k].G = c.G[k];
+        if (c.gb[k]) sp.op[k].b = c.gb[k];
+    }
+}
+
+FrozenSlot::FrozenSlot() = default;
+FrozenSlot::~FrozenSlot() = default;
+FrozenSlot::FrozenSlot(const FrozenSlot& o) : on_(o.on()), cur_(o.cur_.load()) {}
+FrozenSlot& FrozenSlot::operator=(const FrozenSlot& o) {
+    if (this != &o) {
+        cur_.store(o.cur_.load());
+        on_.store(o.on(), std::memory_order_release);
+    }
+    return *this;
+}
+
+void FrozenSlot::freeze(const PlanData& p, const Ops& ops) {
+    std::shared_ptr<const FrozenWeights> made = std::make_shared<const FrozenWeights>(p, ops);
+    const std::lock_guard<std::mutex> guard(lock_);
+    cur_.store(std::move(made));
+    on_.store(true, std::memory_order_release);
+}
+
+void FrozenSlot::thaw() noexcept {
+    on_.store(false, std::memory_order_release);
+    cur_.store(nullptr);
+}
+
+std::shared_ptr<const FrozenWeights> FrozenSlot::get(const PlanData& p, const Ops& ops) const {
+    std::shared_ptr<const FrozenWeights> f = cur_.load();
+    if (f && f->current(ops)) [[likely]]
+        return f;
+    // One thread copies; the others wait for its copies (a call that starts after a write
+    // must see it), and calls still running on the old ones keep them alive.
+    const std::lock_guard<std::mutex> guard(lock_);
+    f = cur_.load();
+    if (f && f->current(ops)) return f;
+    f = std::make_shared<const FrozenWeights>(p, ops);
+    cur_.store(f);
+    return f;
 }
 
 void product_backward(const Stage& s, const StageParams& sp, const Ctx& c) {

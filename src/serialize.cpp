@@ -49,6 +49,7 @@ struct NodeAccess {
     static void commit(Node& n, Staged& s) noexcept {
         n.dims_.swap(s.dims);
         n.params_.swap(s.params);
+        for (auto& p : n.params_) p.stamp.renew();  // loaded values (a frozen plan copies them again)
         n.attrs_.swap(s.attrs);
         n.refs_.swap(s.refs);
         n.initialized_ = s.initialized;

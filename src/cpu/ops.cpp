@@ -418,6 +418,16 @@ public:
               std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) const override {
         sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
+    // tenon's kernels prepack (their panels: src/cpu/sgemm_packed.hpp); Eigen's do not.
+    std::size_t prepacked_size(std::size_t k, std::size_t n) const override { return cpu::sgemm_packed_size(k, n); }
+    void prepack(bool tb, std::size_t k, std::size_t n, const float* b, std::size_t ldb, float* packed) const override {
+        cpu::sgemm_pack_b(tb, k, n, b, ldb, packed);
+    }
+    void gemm_prepacked(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+                        std::size_t lda, const float* b, std::size_t ldb, const float* packed, float beta, float* c,
+                        std::size_t ldc) const override {
+        cpu::sgemm_prepacked(ta, tb, m, n, k, alpha, a, lda, b, ldb, packed, beta, c, ldc);
+    }
 
     void bias_activate(Activation act, float* Y, const float* b, std::size_t rows, std::size_t n,
                        float* Z) const override {

@@ -12,6 +12,14 @@
 //
 // Small m (a batch of 1-4 rows: serving) skips the packing: dot products of rows
 // (op(B) = B^T, the dense layers' forward) or scaled row sums (op(B) = B), streaming B once.
+//
+// op(B) may also come packed in advance (a plan's frozen weights: docs/lowering.md, "Frozen
+// weights"): TENON_SGEMM_PACK_FN writes all of op(B) in pack_b's own layout, each block of KC
+// rows (from row 0, as the product steps through k) as the panels of the whole width side by
+// side, so panel jp of the block at row pc starts at pc * npad + jp * kc * NR (npad: n rounded
+// up to NR). The product then reads its panels there instead of packing them: the
+// micro-kernel sees the same values in the same order, so the result is the same bits, for
+// any split of C by rows or by columns at multiples of NR.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -91,6 +99,20 @@ inline void transpose8x8(const float* src, std::size_t lds, float* dst, std::siz
     }
 }
 
+// dst[q * ldd + r] = src[r * lds + q] for r < 4, q < 8 (4 rows of 8 side by side).
+inline void transpose4x8(const float* src, std::size_t lds, float* dst, std::size_t ldd) {
+    const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds),
+                 r3 = _mm256_loadu_ps(src + 3 * lds);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                 t3 = _mm256_unpackhi_ps(r2, r3);
+    const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                         _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+    for (std::size_t q = 0; q < 4; ++q) {
+        _mm_storeu_ps(dst + q * ldd, _mm256_castps256_ps128(u[q]));
+        _mm_storeu_ps(dst + (q + 4) * ldd, _mm256_extractf128_ps(u[q], 1));
+    }
+}
+
 // op(A)[i0 + r, p0 + p] for r < mc, p < kc, as panels of MR rows (zero rows past mc).
 void pack_a(const Operands& o, std::size_t i0, std::size_t mc, std::size_t p0, std::size_t kc, float* dst) {
     for (std::size_t r0 = 0; r0 < mc; r0 += MR) {
@@ -107,7 +129,15 @@ void pack_a(const Operands& o, std::size_t i0, std::size_t mc, std::size_t p0, s
         } else {
             const float* rowp[MR];
             for (std::size_t r = 0; r < MR; ++r) rowp[r] = r < rows ? o.a + (i0 + r0 + r) * o.lda + p0 : nullptr;
-            for (std::size_t p = 0; p < kc; ++p) {
+            std::size_t p = 0;
+            if (rows == MR)  // a full panel: 4 rows x 8 steps at a time, transposed in registers
+                for (; p + 8 <= kc; p += 8) {
+                    std::size_t r = 0;
+                    for (; r + 4 <= MR; r += 4) transpose4x8(rowp[r] + p, o.lda, dst + p * MR + r, MR);
+                    for (; r < MR; ++r)
+                        for (std::size_t q = 0; q < 8; ++q) dst[(p + q) * MR + r] = rowp[r][p + q];
+                }
+            for (; p < kc; ++p) {
                 float* d = dst + p * MR;
                 for (std::size_t r = 0; r < MR; ++r) d[r] = rowp[r] ? rowp[r][p] : 0.0f;
             }
@@ -275,41 +305,79 @@ void small_m(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
     }
 }
 
-}  // namespace
-
-void TENON_SGEMM_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
-                    const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
-                    std::size_t ldc) {
-    if (m == 0 || n == 0) return;
-    const Operands o{trans_a, trans_b, a, lda, b, ldb};
-    if (k == 0 || alpha == 0.0f) {
-        scale_c(m, n, beta, c, ldc);
-        return;
-    }
-    if (m <= 4) {
-        small_m(o, m, n, k, alpha, beta, c, ldc);
-        return;
-    }
+// The packed path (m > 4). pb: op(B) prepacked for the whole width (pb_n columns) and
+// this call's columns starting at its column pb_j0 (a multiple of NR), or null: pack here.
+void blocked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta, float* c,
+             std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0) {
     if (beta != 0.0f && beta != 1.0f) scale_c(m, n, beta, c, ldc);
     static thread_local std::vector<float> abuf, bbuf;
     float* Ap = buffer(abuf, MC * KC);
     float* Bp = buffer(bbuf, KC * NC);
+    const std::size_t pb_npad = (pb_n + NR - 1) / NR * NR;
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = std::min(NC, n - jc);
         for (std::size_t pc = 0; pc < k; pc += KC) {
             const std::size_t kc = std::min(KC, k - pc);
             const bool accumulate = pc > 0 || beta != 0.0f;
-            pack_b(o, pc, kc, jc, nc, Bp);
+            const float* B = Bp;
+            if (pb) B = pb + pc * pb_npad + (pb_j0 + jc) * kc;  // panel (pb_j0 + jc) / NR of the block
+            else pack_b(o, pc, kc, jc, nc, Bp);
             for (std::size_t ic = 0; ic < m; ic += MC) {
                 const std::size_t mc = std::min(MC, m - ic);
                 pack_a(o, ic, mc, pc, kc, Ap);
                 for (std::size_t jr = 0; jr < nc; jr += NR)
                     for (std::size_t ir = 0; ir < mc; ir += MR)
-                        micro_kernel(kc, Ap + ir * kc, Bp + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                        micro_kernel(kc, Ap + ir * kc, B + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc, alpha,
                                      accumulate, std::min(MR, mc - ir), std::min(NR, nc - jr));
             }
         }
     }
+}
+
+// What every entry does before the packed path: the empty and trivial products, and m <= 4
+// (no packing: reads b itself). True when the product is done.
+bool trivial(const Operands& o, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta, float* c,
+             std::size_t ldc) {
+    if (m == 0 || n == 0) return true;
+    if (k == 0 || alpha == 0.0f) {
+        scale_c(m, n, beta, c, ldc);
+        return true;
+    }
+    if (m <= 4) {
+        small_m(o, m, n, k, alpha, beta, c, ldc);
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+void TENON_SGEMM_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                    const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+                    std::size_t ldc) {
+    const Operands o{trans_a, trans_b, a, lda, b, ldb};
+    if (trivial(o, m, n, k, alpha, beta, c, ldc)) return;
+    blocked(o, m, n, k, alpha, beta, c, ldc, nullptr, 0, 0);
+}
+
+std::size_t TENON_SGEMM_PACKED_SIZE_FN(std::size_t k, std::size_t n) { return k * ((n + NR - 1) / NR * NR); }
+
+void TENON_SGEMM_PACK_FN(bool trans_b, std::size_t k, std::size_t n, const float* b, std::size_t ldb,
+                         float* packed) {
+    const Operands o{false, trans_b, nullptr, 0, b, ldb};
+    const std::size_t npad = (n + NR - 1) / NR * NR;
+    for (std::size_t pc = 0; pc < k; pc += KC) pack_b(o, pc, std::min(KC, k - pc), 0, n, packed + pc * npad);
+}
+
+// As TENON_SGEMM_FN, with op(B) also prepacked (TENON_SGEMM_PACK_FN of all pb_n columns of
+// op(B), of which this call computes those from pb_j0 on; b points at the same columns).
+void TENON_SGEMM_PREPACKED_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                              const float* a, std::size_t lda, const float* b, std::size_t ldb, const float* pb,
+                              std::size_t pb_n, std::size_t pb_j0, float beta, float* c, std::size_t ldc) {
+    const Operands o{trans_a, trans_b, a, lda, b, ldb};
+    if (trivial(o, m, n, k, alpha, beta, c, ldc)) return;
+    if (pb_j0 % NR != 0 || pb_j0 + n > pb_n) pb = nullptr;  // (not a split this layout serves: pack here)
+    blocked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0);
 }
 
 }  // namespace tenon::cpu

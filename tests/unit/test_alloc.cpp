@@ -237,6 +237,25 @@ TEST_CASE("10,000 batch-1 plan predicts allocate nothing after warm-up", "[alloc
     CHECK(sink > 0);
 }
 
+// A frozen plan (its weights' copies made once, docs/lowering.md "Frozen weights") at batch 1
+// and 128: reading its copies takes no allocation either.
+TEST_CASE("a frozen plan's predicts allocate nothing after warm-up", "[alloc][lower]") {
+    auto model = make_mlp();
+    model.initialize(random_array(64, 784, 1));
+    auto plan = lower(model);
+    plan.freeze_weights();
+    const Floats2d x = random_array(1, 784, 2), X = random_array(128, 784, 3);
+    for (int i = 0; i < 300; ++i) (void)plan.predict(x);
+    for (int i = 0; i < 20; ++i) (void)plan.predict(X);
+    Count c;
+    float sink = 0;
+    for (int i = 0; i < 2000; ++i) sink += plan.predict(x)[0];
+    for (int i = 0; i < 50; ++i) sink += plan.predict(X)[0];
+    const long n = c.stop();
+    CHECK(n == 0);
+    CHECK(sink > 0);
+}
+
 TEST_CASE("100 plan training steps allocate nothing after warm-up", "[alloc][lower]") {
     auto model = make_mlp();
     const Floats2d X = random_array(128, 784, 3);

@@ -671,3 +671,28 @@ TEST_CASE("device models: parameters set, saved, loaded, swapped and initialised
     CHECK(all_in(on_dev, Memory::device));
     CHECK(all_params(on_dev) == all_params(on_cpu));
 }
+
+TEST_CASE("device models: a frozen plan follows the model to the device and back", "[device][frozen]") {
+    // The device backend does not prepack (Ops::prepacked_size 0): there a frozen plan keeps no
+    // copies and reads the model; back on the CPU it copies again, from the values trained on
+    // the device (docs/lowering.md, "Frozen weights").
+    auto model = make_mlp();
+    to_cpu(model);
+    const Floats2d X = batch_x(16, 1);
+    model.initialize(X);
+    auto plan = lower(model);
+    plan.freeze_weights();
+    const Floats2d before = plan.predict(X);
+    CHECK((plan.frozen_values() > 0) == (cpu_ops().prepacked_size(8, 8) > 0));
+    Optimizer opt = Adam(0.01);
+    to_gpu(model, opt, dev());
+    CHECK(plan.frozen_values() == 0);
+    CHECK(close(to_host(plan.predict(to_device(X))), before, 1e-5f));
+    step(model, opt, to_device(X), to_device(batch_dy(16, 2)), 7);
+    const Floats2d trained = to_host(plan.predict(to_device(X)));
+    CHECK(!close(trained, before, 1e-5f));
+    to_cpu(model, opt);
+    const Floats2d back = plan.predict(X);
+    CHECK(testing::same(back, lower(model).predict(X)));
+    CHECK(close(back, trained, 1e-5f));
+}

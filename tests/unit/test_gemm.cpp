@@ -5,6 +5,7 @@
 // (TENON_GEMM_TARGET), so each kernel the machine has is checked.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -115,4 +116,35 @@ TEST_CASE("sgemm edge cases and the kernel's name", "[gemm]") {
     // A forced target is honoured where the CPU has it (else the generic kernel is used).
     if (const char* forced = std::getenv("TENON_GEMM_TARGET"))
         if (target != forced) WARN("TENON_GEMM_TARGET=" << forced << " not available here; using " << target);
+}
+
+TEST_CASE("sgemm_prepacked gives sgemm's bits on 1, 2 and 3 threads", "[gemm][threads][prepacked]") {
+    // op(B) packed in advance (a plan's frozen weights): the same bits as packing at every
+    // call, for either transpose of B, edge tiles in m, n and k, blocks of k past KC, splits
+    // by rows and by columns, batches of 1-4 rows (which read b itself).
+    const std::string target = cpu::gemm_target();
+    INFO("kernel " << target);
+    const bool packs = cpu::sgemm_packed_size(3, 5) > 0;
+    CHECK(packs == (target == "x86-64-v4" || target == "x86-64-v3"));
+    const std::size_t sizes[][3] = {{128, 512, 784}, {1024, 512, 512}, {1, 512, 784}, {4, 37, 300}, {5, 10, 512},
+                                    {13, 17, 257},   {130, 70, 600},   {7, 33, 1},    {29, 1000, 61}, {200, 130, 70}};
+    std::uint64_t seed = 300;
+    for (auto [m, n, k] : sizes)
+        for (int t = 0; t < 4; ++t) {
+            const Problem p = make(t & 1, t & 2, m, n, k, t == 2 ? 0.5f : 1.0f, t == 3 ? 1.0f : 0.0f, (m + k) % 3,
+                                   seed++);
+            INFO("m " << m << " n " << n << " k " << k << " ta " << p.ta << " tb " << p.tb);
+            std::vector<float> packed(std::max<std::size_t>(cpu::sgemm_packed_size(k, n), 1), -7.0f);
+            cpu::sgemm_pack_b(p.tb, k, n, p.b.data(), p.ldb, packed.data());
+            for (std::size_t threads : {1, 2, 3}) {
+                set_num_threads(threads);
+                const auto want = run(p);
+                std::vector<float> c = p.c;
+                cpu::sgemm_prepacked(p.ta, p.tb, m, n, k, p.alpha, p.a.data(), p.lda, p.b.data(), p.ldb,
+                                     packed.data(), p.beta, c.data(), p.ldc);
+                INFO("threads " << threads);
+                CHECK(c == want);
+            }
+        }
+    set_num_threads(0);
 }

@@ -63,6 +63,20 @@ public:
                                const float* /*X*/, const float* /*W*/, const float* /*b*/, float* /*Y*/) const {
         return false;
     }
+    // Products with op(B) prepacked (a plan's frozen weights: docs/lowering.md, "Frozen
+    // weights"). prepacked_size: the values op(B) (k x n; op(B) = B^T when trans) takes
+    // packed, or 0 when this backend does not prepack (the default: a frozen plan then runs
+    // as an unfrozen one). prepack writes op(B) there (memory of this backend);
+    // gemm_prepacked computes what gemm(.., b, ldb, ..) does, bit for bit, reading op(B) from
+    // `packed` (prepack of the same b, k and n by this backend in this process; b is read too).
+    virtual std::size_t prepacked_size(std::size_t /*k*/, std::size_t /*n*/) const { return 0; }
+    virtual void prepack(bool /*trans_b*/, std::size_t /*k*/, std::size_t /*n*/, const float* /*b*/,
+                         std::size_t /*ldb*/, float* /*packed*/) const {}
+    virtual void gemm_prepacked(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                                const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                const float* /*packed*/, float beta, float* c, std::size_t ldc) const {
+        gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
 
     // --- Row passes (rows x n, row-major, contiguous).
     // Y = act(Y + b) on each row; Z (if not null) gets the pre-activation Y + b.

@@ -455,12 +455,39 @@ public:
         epoch_.store(detail::layout_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
         build(model, p_);
     }
-    Plan(const Plan& o) : model_(o.model_), p_(o.p_), epoch_(o.epoch_.load(std::memory_order_relaxed)) {}
+    Plan(const Plan& o)
+        : model_(o.model_), p_(o.p_), epoch_(o.epoch_.load(std::memory_order_relaxed)), frozen_(o.frozen_) {}
     Plan& operator=(const Plan& o) {
         model_ = o.model_;
         p_ = o.p_;
         epoch_.store(o.epoch_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        frozen_ = o.frozen_;
         return *this;
+    }
+
+    // Serving: keep copies of the weights the plan's dense and maxout stages read, each W
+    // packed now in the layout of the backend's product, so that predict does not pack W at
+    // every call (docs/lowering.md, "Frozen weights"). The results are the same bits. Every
+    // tenon path that writes a parameter's values renews its stamp (optimizer steps,
+    // set_param, the non-const get_param, initialize, loading, use_params, to_gpu / to_cpu,
+    // copies and assignments, replace_node); predict compares the stamps of what it copied (a
+    // few loads) and copies again when one moved, so it never reads stale weights, with one
+    // exception: a write through a view of get_param kept from before the last predict
+    // (write with set_param, or get_param again). set_param may run while other threads
+    // predict: each call sees the old weights or the new ones. begin_update is unchanged. A
+    // backend that does not prepack (the generic kernel, the device backend) keeps no copies.
+    // (freeze_weights / thaw_weights are set-up calls: not while other threads predict.)
+    void freeze_weights() {
+        require_current();
+        frozen_.freeze(p_, model_->ops());
+    }
+    void thaw_weights() noexcept { frozen_.thaw(); }
+    bool weights_frozen() const noexcept { return frozen_.on(); }
+    // The values the frozen copies hold now (W packed and plain, b, LayerNorm's), made again
+    // first if the model's values moved; 0 when not frozen or the backend does not prepack.
+    std::size_t frozen_values() const {
+        require_current();
+        return frozen_.on() ? frozen_.get(p_, model_->ops())->floats() : 0;
     }
 
     // Whether the model still has the layout the plan was made for. A change anywhere (any
@@ -512,6 +539,10 @@ public:
     Out predict(InView X) const {
         require_current();
         const detail::MemoryScope memory(model_->ops().memory());  // (called directly: the model's memory)
+        if (frozen_.on()) {
+            const auto frozen = frozen_.get(p_, model_->ops());  // (kept alive for this call)
+            return Run::predict(p_, model_->ops(), X, frozen.get());
+        }
         return Run::predict(p_, model_->ops(), X);
     }
 
@@ -591,6 +622,7 @@ private:
     M* model_;
     lowering::PlanData p_;
     mutable std::atomic<std::uint64_t> epoch_{0};
+    lowering::FrozenSlot frozen_;
 };
 
 template <class M>

@@ -8,11 +8,14 @@
 // for the unfused layers. The functions declared here are compiled once, in src/plan.cpp;
 // the row passes and the products run on the model's backend (backend/ops.hpp).
 #pragma once
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -201,10 +204,13 @@ struct PlanData {
     }
 };
 
+class FrozenWeights;
+
 // Where a call's arrays are.
 struct Ctx {
     const PlanData* p = nullptr;
     const Ops* ops = nullptr;    // the model's backend: products and row passes run there
+    const FrozenWeights* frozen = nullptr;  // a frozen plan's copies of its weights (predict only)
     float* ws = nullptr;
     std::size_t rows = 0, r16 = 0;  // the rows of the stage that runs (its space's)
     std::size_t srows[max_spaces + 1] = {}, sr16[max_spaces + 1] = {};  // each space's
@@ -274,6 +280,7 @@ struct OpParams {
 };
 struct StageParams {
     const float* W = nullptr;
+    const float* Wp = nullptr;  // W packed for the backend's product (a frozen plan's), or null
     const float* b = nullptr;
     float* dW = nullptr;
     float* db = nullptr;
@@ -286,6 +293,67 @@ struct StageParams {
 // `grads`: for the backward pass (the forward pass must not touch the gradients: taking dW
 // for overwriting clears its lazy-zero mark).
 StageParams resolve(const Stage& s, bool train, bool grads = false);
+
+// A plan's frozen weights (Plan::freeze_weights; docs/lowering.md, "Frozen weights"): copies
+// of what its dense and maxout stages read when predicting (W packed for the backend's
+// product and as it is, b, a fused LayerNorm's G and b), made in the backend's memory, with
+// the value stamps (node.hpp, detail::ValueStamp) of the parameters they were copied from.
+// Immutable once made. A backend that does not prepack (Ops::prepacked_size 0) gets no
+// copies: its frozen plan reads the model, as an unfrozen one does.
+class FrozenWeights {
+public:
+    // Copies the parameters now, under detail::param_write_mutex().
+    FrozenWeights(const PlanData& p, const Ops& ops);
+    // Whether the copies are still those of the model's values on this backend: the same Ops,
+    // every source's stamp unchanged (a few loads).
+    bool current(const Ops& ops) const noexcept;
+    // Points sp at the copies of stage i (where it has some).
+    void apply(std::size_t stage, StageParams& sp) const noexcept;
+    // The values copied (for tests and describe).
+    std::size_t floats() const noexcept { return floats_; }
+
+private:
+    struct Copy {
+        const float* W = nullptr;
+        const float* Wp = nullptr;
+        const float* b = nullptr;
+        const float* G[max_ops] = {};
+        const float* gb[max_ops] = {};
+    };
+    struct Source {
+        const Node* node;
+        std::size_t index;
+        std::uint64_t stamp;
+    };
+    const Ops* ops_;
+    std::vector<Copy> stages_;  // one per stage of the plan (null pointers: none)
+    std::vector<Source> sources_;
+    std::vector<Floats1d> store_;
+    std::size_t floats_ = 0;
+};
+
+// A plan's frozen state: off, or on with the current copies, made again (under a lock; the
+// old copies stay alive while a call still reads them) when the model's values moved.
+class FrozenSlot {
+public:
+    // (Out of line, src/plan.cpp: not compiled again in each model's file.) A copy shares
+    // the copies (they are immutable).
+    FrozenSlot();
+    ~FrozenSlot();
+    FrozenSlot(const FrozenSlot& o);
+    FrozenSlot& operator=(const FrozenSlot& o);
+    bool on() const noexcept { return on_.load(std::memory_order_acquire); }
+    // On (copies made now) or off (copies released).
+    void freeze(const PlanData& p, const Ops& ops);
+    void thaw() noexcept;
+    // The copies for a call: the current ones, or new ones when a stamp or the backend moved.
+    std::shared_ptr<const FrozenWeights> get(const PlanData& p, const Ops& ops) const;
+
+private:
+    std::atomic<bool> on_{false};
+    mutable std::atomic<std::shared_ptr<const FrozenWeights>> cur_;
+    mutable std::mutex lock_;
+};
 
 // The row passes of a stage (the fused operations after its primary step, forward and
 // backward) are the backend's: Ops::stage_forward_rows / stage_backward_rows (the CPU's in

@@ -71,7 +71,8 @@ struct Runner {
     static constexpr bool head_input = !seq && !std::is_same_v<In, Floats2d>;
 
     // Inference: dropout off, no randomness; the workspace comes from this thread's cache.
-    static Out predict(const PlanData& p, const Ops& ops, const InView& X);
+    // frozen: the plan's copies of its weights (Plan::freeze_weights), or null.
+    static Out predict(const PlanData& p, const Ops& ops, const InView& X, const FrozenWeights* frozen = nullptr);
     // Training's forward pass into `st`; copy_input: keep a copy of X (the model's own
     // begin_update, whose caller may free X before calling backprop).
     static Out forward(const PlanData& p, const Ops& ops, const InView& X, CallState& st, char* root,
@@ -103,7 +104,7 @@ private:
 // file declares them and the library defines them.)
 
 template <class In, class Out>
-Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X) {
+Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X, const FrozenWeights* frozen) {
     if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p.model_name, "predict", X, &ops);
     const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
     if constexpr (seq) {
@@ -111,6 +112,7 @@ Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X)
         std::size_t nonempty = 0, cols = 0;
         const std::size_t rows = seq_measure(X, lengths, nonempty, cols);
         Ctx c = ctx(p, ops, nullptr, rows, false);
+        c.frozen = frozen;
         seq_rows(p, c, lengths, rows, nonempty);
         Floats1d ws({p.ws_floats(c.srows, false)}, uninitialized);
         c.ws = ws.data();
@@ -135,6 +137,7 @@ Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X)
         }
         Floats1d ws({p.ws_floats(rows, false)}, uninitialized);
         Ctx c = ctx(p, ops, ws.data(), rows, false);
+        c.frozen = frozen;
         if constexpr (head_input) {
             c.b1 = head.data();
             if (p.bounds.size() == 2) {
@@ -521,7 +524,8 @@ template <class In, class Out>
 void Runner<In, Out>::run_forward(const PlanData& p, Ctx& c, std::size_t first, char* root) {
     for (std::size_t si = first; si < p.stages.size(); ++si) {
         const Stage& s = p.stages[si];
-        const StageParams sp = resolve(s, c.train);
+        StageParams sp = resolve(s, c.train);
+        if (c.frozen) c.frozen->apply(si, sp);  // (predict only: the copies, W packed)
         c.at(s.space);
         if (s.prim == Prim::dense || s.prim == Prim::maxout) {
             product_forward(s, sp, c);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,6 +33,33 @@ namespace detail {
 // the plan checks that the model still has the layout it was made for (lower.hpp).
 inline std::atomic<std::uint64_t> layout_epoch{1};
 inline void layout_changed() noexcept { layout_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
+// A parameter's value stamp: a number no other write of any parameter ever had, renewed by
+// every tenon path that writes (or hands out for writing) a parameter's values, and copied
+// with the values (a copied or assigned node holds the same values under the same stamp).
+// So an unchanged stamp means unchanged values: a plan with frozen weights compares the
+// stamps of the parameters it copied at each call and copies them again when one moved
+// (docs/lowering.md, "Frozen weights"). Atomic: a serving thread reads it while another
+// thread's set_param renews it.
+inline std::atomic<std::uint64_t> stamp_counter{0};
+inline std::uint64_t new_stamp() noexcept { return stamp_counter.fetch_add(1, std::memory_order_relaxed) + 1; }
+class ValueStamp {
+public:
+    ValueStamp() noexcept : v_(new_stamp()) {}
+    ValueStamp(const ValueStamp& o) noexcept : v_(o.get()) {}
+    ValueStamp& operator=(const ValueStamp& o) noexcept {
+        v_.store(o.get(), std::memory_order_release);
+        return *this;
+    }
+    std::uint64_t get() const noexcept { return v_.load(std::memory_order_acquire); }
+    void renew() noexcept { v_.store(new_stamp(), std::memory_order_release); }
+
+private:
+    std::atomic<std::uint64_t> v_;
+};
+// Held by set_param while it writes a parameter, and by a frozen plan while it copies
+// parameters: a copy never sees half of a set_param (src/node.cpp).
+std::mutex& param_write_mutex() noexcept;
 }  // namespace detail
 
 // A parameter or gradient of any rank (<= 4), as get_param/get_grad return it.
@@ -150,8 +178,14 @@ public:
 
     // Parameters (allocated by initialize) and gradients (zero until a backprop adds).
     bool has_param(std::string_view name) const noexcept;
+    // The non-const get_param hands out the values for writing: it renews their stamp (a plan
+    // with frozen weights copies them again at its next call). A write through the view
+    // after that next call, a view kept across calls, is not seen by such a plan: write
+    // with set_param, or get_param again (docs/lowering.md, "Frozen weights").
     ParamView get_param(std::string_view name);
     CParamView get_param(std::string_view name) const;
+    // set_param may run while other threads predict with a plan whose weights are frozen:
+    // their calls see the old values or the new ones, never a mix.
     void set_param(std::string_view name, CParamView value);
     bool has_grad(std::string_view name) const noexcept;
     ParamView get_grad(std::string_view name);
@@ -289,6 +323,10 @@ protected:
         // The shape rule: the names of the dims the shape is made of (rank 0: none declared).
         std::array<const char*, 4> shape_dims{};
         std::size_t shape_rank = 0;
+        // Renewed by every write of `value` (detail::ValueStamp): the non-const param(i) and
+        // get_param, set_param, allocate_param, the optimizer's step, a load, a move between
+        // memories.
+        detail::ValueStamp stamp{};
     };
 
     Node(std::string name, std::initializer_list<std::pair<const char*, std::size_t>> dims,
@@ -331,7 +369,11 @@ protected:
     // nO and nI: the dims that must not be 0 (tenon-E260, throw_zero_width).
     static bool is_width(std::string_view name) noexcept;
     [[noreturn]] void throw_zero_width(const std::string& what) const;
-    Param& param(std::size_t i) noexcept { return params_[i]; }
+    // (The mutable access renews the value's stamp: the caller may write it.)
+    Param& param(std::size_t i) noexcept {
+        params_[i].stamp.renew();
+        return params_[i];
+    }
     const Param& param(std::size_t i) const noexcept { return params_[i]; }
     // Parameter i's gradient, to add to (cleared first if it is a lazy zero).
     float* grad_data(std::size_t i) noexcept {

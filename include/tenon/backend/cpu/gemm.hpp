@@ -10,6 +10,19 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
            const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
            std::size_t ldc);
 
+// op(B) (k x n; op(B) = B^T when trans_b) packed in advance in the chosen kernel's panel
+// layout (a plan's frozen weights: docs/lowering.md, "Frozen weights"). sgemm_packed_size:
+// the floats it takes, 0 when the kernel does not prepack (generic, eigen-v3: then
+// sgemm_prepacked is sgemm). sgemm_prepacked(.., b, ldb, packed, ..) computes what
+// sgemm(.., b, ldb, ..) computes, bit for bit, on any number of threads, reading its panels
+// from `packed` (sgemm_pack_b of the same b, k and n, in this process); b is still read by
+// the small-batch path (m <= 4).
+std::size_t sgemm_packed_size(std::size_t k, std::size_t n);
+void sgemm_pack_b(bool trans_b, std::size_t k, std::size_t n, const float* b, std::size_t ldb, float* packed);
+void sgemm_prepacked(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                     const float* a, std::size_t lda, const float* b, std::size_t ldb, const float* packed,
+                     float beta, float* c, std::size_t ldc);
+
 // The target the dispatcher chose ("x86-64-v3" or "generic"); TENON_GEMM_TARGET=generic
 // in the environment forces the generic kernel.
 const char* gemm_target();
