@@ -553,25 +553,27 @@ void Node::apply_optimizer_tree(Optimizer& optimizer) {
 }  // namespace tenon
 
 namespace tenon::detail {
-void init_on_host(Floats1d& value, const std::function<void(float*)>& fill) {
-    if (value.memory() != Memory::device) {
-        fill(value.data());
+namespace {
+// fill(n values at data), straight there in host memory, else into host memory copied over at once.
+void fill_from_host(float* data, std::size_t n, const std::function<void(float*)>& fill) {
+    if (memory_of(data) != Memory::device) {
+        fill(data);
         return;
     }
-    std::vector<float> host(value.size());
+    std::vector<float> host(n);
     fill(host.data());
-    if (!host.empty()) copy_bytes(value.data(), Memory::device, host.data(), Memory::host, host.size() * sizeof(float));
+    if (n) copy_bytes(data, Memory::device, host.data(), Memory::host, n * sizeof(float));
+}
+}  // namespace
+void init_on_host(Floats1d& value, const std::function<void(float*)>& fill) {
+    fill_from_host(value.data(), value.size(), fill);
 }
 void run_init(const Init& init, Node& node, std::string_view param) {
     const ParamView p = node.get_param(param);
-    if (detail::memory_of(p.data) != Memory::device) {
-        init(p);
-        return;
-    }
-    std::vector<float> host(p.size());
-    ParamView h = p;
-    h.data = host.data();
-    init(h);
-    if (!host.empty()) copy_bytes(p.data, Memory::device, host.data(), Memory::host, host.size() * sizeof(float));
+    fill_from_host(p.data, p.size(), [&](float* data) {
+        ParamView view = p;
+        view.data = data;
+        init(view);
+    });
 }
 }  // namespace tenon::detail
