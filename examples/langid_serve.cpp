@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "cannot load %s: %s\n", path.c_str(), e.what());
         return 1;
     }
+    model.freeze_weights();  // serving: its plan keeps the Maxout and Softmax weights packed
     for (std::string line; std::getline(std::cin, line);) {
         const auto words = langid::split_words(line);
         if (words.empty()) continue;

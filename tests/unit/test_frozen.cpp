@@ -199,6 +199,74 @@ TEST_CASE("frozen: predict follows every write of the weights", "[frozen]") {
     }
 }
 
+// model.freeze_weights(): the model's own predict runs a frozen plan (the engine's), with the
+// same bits, seeing writes of the weights, across a change of widths (a new plan, frozen too),
+// in a copy of the model, and back to unfrozen with thaw_weights.
+TEST_CASE("frozen: a model's own predict with freeze_weights()", "[frozen]") {
+    INFO("kernel " << cpu::gemm_target());
+    auto model = Relu<24>() >> Maxout<12, dyn, 2>({.normalize = true}) >> Linear<6>();
+    const Floats2d X = random_array(9, 20, 11);
+    model.initialize(X);
+    randomize(model, 90);
+    const Floats2d plain = model.predict(X);
+    CHECK(!model.weights_frozen());
+    CHECK(model.frozen_values() == 0);
+
+    CHECK(model.freeze_weights());
+    CHECK(model.weights_frozen());
+    CHECK((model.frozen_values() > 0) == prepacks());
+    CHECK(same(model.predict(X), plain));
+    CHECK(model.uses_plan());
+    // Training is not affected, and the next predict sees the step.
+    Optimizer opt = Adam(0.01);
+    auto [Y, backprop] = model.begin_update(X);
+    CHECK(same(Y, plain));
+    backprop.params_only(random_array(9, 6, 12));
+    model.finish_update(opt);
+    const Floats2d stepped = model.predict(X);
+    CHECK(!same(stepped, plain));
+    CHECK(same(stepped, lower(model).predict(X)));
+    // set_param on the first layer's W.
+    Node& relu = model.layer<0>();
+    set_values(relu, "W", random_values(relu, "W", 13));
+    CHECK(same(model.predict(X), lower(model).predict(X)));
+    CHECK(!same(model.predict(X), stepped));
+
+    SECTION("a copy keeps the setting and its own plan") {
+        auto copy = model;
+        CHECK(copy.weights_frozen());
+        CHECK(same(copy.predict(X), model.predict(X)));
+        CHECK((copy.frozen_values() > 0) == prepacks());
+    }
+    SECTION("other widths: the new plan is frozen too") {
+        const Floats2d X2 = random_array(9, 14, 14);
+        relu.set_dim("nI", 14, true);
+        model.initialize(X2);
+        CHECK(same(model.predict(X2), lower(model).predict(X2)));
+        CHECK((model.frozen_values() > 0) == prepacks());
+    }
+    SECTION("thaw_weights") {
+        model.thaw_weights();
+        CHECK(!model.weights_frozen());
+        CHECK(model.frozen_values() == 0);
+        CHECK(same(model.predict(X), lower(model).predict(X)));
+        CHECK(model.frozen_values() == 0);
+    }
+    SECTION("before initialize, and with plans off: nothing to freeze yet, the setting stays") {
+        auto fresh = Relu<24>() >> Linear<6>();
+        CHECK(!fresh.freeze_weights());
+        CHECK(fresh.weights_frozen());
+        fresh.initialize(X);
+        CHECK(same(fresh.predict(X), lower(fresh).predict(X)));
+        CHECK((fresh.frozen_values() > 0) == prepacks());
+        LayersOnly layers;
+        auto off = Relu<24>() >> Linear<6>();
+        off.initialize(X);
+        CHECK(!off.freeze_weights());
+        CHECK(off.frozen_values() == 0);
+    }
+}
+
 TEST_CASE("frozen: set_param while 4 threads predict gives each call the old or the new weights'",
           "[frozen][threads]") {
     INFO("kernel " << cpu::gemm_target());

@@ -383,6 +383,16 @@ public:
 
     // Whether the last predict / begin_update ran through the model's plan (lower/engine.hpp).
     bool uses_plan() const noexcept { return engine_.current.load(std::memory_order_acquire) != nullptr; }
+    // Serving: the plans of this model's own calls keep its dense and maxout weights packed
+    // (docs/lowering.md, "Frozen weights"): predict gives the same bits without packing each W
+    // at every call, and still sees every write of the weights. A set-up call (not while other
+    // threads predict); copies of the model keep the setting. freeze_weights says whether the
+    // model runs a plan now (false: it runs its layers, and nothing is kept); frozen_values is
+    // what the held plan keeps, in floats (0 where the backend does not prepack).
+    bool freeze_weights() { return lowering::engine_freeze(*this, engine_, true); }
+    void thaw_weights() { (void)lowering::engine_freeze(*this, engine_, false); }
+    bool weights_frozen() const noexcept { return engine_.frozen.load(std::memory_order_acquire); }
+    std::size_t frozen_values() const { return lowering::engine_frozen_values(*this, engine_); }
 
     struct Backprop {
         FlatTuple<typename Ls::Backprop...> bps;

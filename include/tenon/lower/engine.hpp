@@ -55,16 +55,15 @@ class EngineSlot {
 public:
     EngineSlot() = default;
     ~EngineSlot();  // (out of line, src/plan.cpp: not compiled again in each model's destructor)
-    EngineSlot(const EngineSlot&) noexcept {}
-    EngineSlot(EngineSlot&&) noexcept {}
-    EngineSlot& operator=(const EngineSlot&) noexcept {
+    // (A copy keeps the model's serving setting, frozen, not its plans.)
+    EngineSlot(const EngineSlot& o) noexcept : frozen(o.frozen.load(std::memory_order_relaxed)) {}
+    EngineSlot(EngineSlot&& o) noexcept : frozen(o.frozen.load(std::memory_order_relaxed)) {}
+    EngineSlot& operator=(const EngineSlot& o) noexcept {
+        frozen.store(o.frozen.load(std::memory_order_relaxed), std::memory_order_relaxed);
         reset();
         return *this;
     }
-    EngineSlot& operator=(EngineSlot&&) noexcept {
-        reset();
-        return *this;
-    }
+    EngineSlot& operator=(EngineSlot&& o) noexcept { return *this = static_cast<const EngineSlot&>(o); }
     // The model's contents were replaced: the next call makes a new plan.
     void reset() noexcept { current.store(nullptr, std::memory_order_release); }
 
@@ -74,6 +73,9 @@ public:
     std::atomic<std::uint64_t> none_at{0};
     std::mutex lock;
     std::vector<std::shared_ptr<const void>> kept;
+    // model.freeze_weights(): every plan the engine makes (or holds) keeps its weights packed
+    // (Plan::freeze_weights, docs/lowering.md "Frozen weights").
+    std::atomic<bool> frozen{false};
 };
 
 // The plan's Backprop inside a model's Backprop, type-erased (the plan's type depends on the
@@ -148,5 +150,12 @@ bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, type
 template <class M>
 bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
                     EngineBackprop<typename M::In, typename M::OutView>& bp);
+// model.freeze_weights() / thaw_weights(): the slot's setting, applied to the current plan
+// (made now when there is none); false when the model runs no plan. frozen_values: the held
+// plan's (Plan::frozen_values), 0 without one.
+template <class M>
+bool engine_freeze(M& model, EngineSlot& slot, bool on);
+template <class M>
+std::size_t engine_frozen_values(const M& model, const EngineSlot& slot);
 
 }  // namespace tenon::lowering

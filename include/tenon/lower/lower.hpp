@@ -677,6 +677,7 @@ const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
             slot.none_at.store(now, std::memory_order_release);
             return nullptr;
         }
+        if (slot.frozen.load(std::memory_order_acquire)) made->freeze_weights();
         slot.kept.push_back(made);
         slot.current.store(made.get(), std::memory_order_release);
         return made.get();
@@ -706,6 +707,30 @@ bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M
         auto& pb = bp.template emplace<typename Plan<M>::Backprop>();
         Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true);
         return true;
+    }
+}
+
+template <class M>
+bool engine_freeze(M& model, EngineSlot& slot, bool on) {
+    slot.frozen.store(on, std::memory_order_release);
+    // Freezing makes the plan now (frozen) when there is none; thawing only thaws a held one.
+    const Plan<M>* plan = on ? engine_plan(model, slot)
+                             : static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
+    if (!plan) return false;
+    std::lock_guard<std::mutex> guard(slot.lock);
+    auto* p = const_cast<Plan<M>*>(plan);  // (made non-const by engine_plan; a set-up call)
+    if (!on) p->thaw_weights();
+    else if (!p->weights_frozen()) p->freeze_weights();
+    return true;
+}
+
+template <class M>
+std::size_t engine_frozen_values(const M&, const EngineSlot& slot) {
+    if constexpr (!engine_types<M>) {
+        return 0;
+    } else {
+        const auto* plan = static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
+        return plan && plan->is_current() ? plan->frozen_values() : 0;
     }
 }
 
