@@ -67,62 +67,79 @@ struct rebind_nI<L, W> {
 // How static widths flow through a sequence of layers (chain): the width reaching each
 // layer, and the first place where two static widths meet and differ. A constexpr loop
 // over tables of the layers' traits, not a recursive instantiation.
+// What widths::flow finds (below).
+struct FlowResult {
+    std::size_t bad = 0;  // first mismatching layer, or the number of layers
+    std::size_t expects = 0, producer = 0, produces = 0;
+    std::size_t outgoing = dyn;  // the static width of the sequence's output, or dyn
+    std::size_t first_in = dyn;  // the static input width of the sequence, or dyn
+    bool rebinds = false;        // whether some layer gets a static nI (rebind_nI)
+    // The first and the last layer that change the width (0 and the last changer, or 0,
+    // when none does): a chain's nI and nO are theirs.
+    std::size_t first_changer = 0, last_changer = 0;
+    bool all_keep = true;  // every layer keeps the width (LayerNorm, Dropout, ...)
+};
+// The walk over n layers' traits; `incoming`, when given, gets the static width reaching
+// each layer (or dyn). One function for every sequence of layers (not a member of flow: its
+// body is then not instantiated again for each chain type).
+constexpr FlowResult walk_widths(const Traits* t, std::size_t n, std::size_t* incoming) {
+    FlowResult r;
+    r.bad = n;
+    std::size_t w = dyn, from = 0;
+    bool seen_width_changer = false;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (incoming) incoming[i] = w;
+        std::size_t in = t[i].nI;
+        if (in == dyn && t[i].rebind) {
+            in = w;
+            if (w != dyn) r.rebinds = true;
+        }
+        if (!t[i].keeps) {
+            if (!seen_width_changer) r.first_changer = i;
+            r.last_changer = i;
+            r.all_keep = false;
+        }
+        if (!seen_width_changer && !t[i].keeps) {
+            seen_width_changer = true;
+            r.first_in = in;
+        }
+        if (w != dyn && in != dyn && in != w && r.bad == n) {
+            r.bad = i;
+            r.expects = in;
+            r.producer = from;
+            r.produces = w;
+        }
+        std::size_t out = t[i].nO;
+        if (out == dyn && t[i].follows) out = in;
+        if (out != dyn) {
+            w = out;
+            from = i;
+        } else if (!t[i].keeps) {
+            w = dyn;
+        }
+    }
+    r.outgoing = w;
+    return r;
+}
+
+// How static widths flow through a sequence of layers (chain): walk_widths over a constant
+// table of the layers' traits, not a recursive instantiation.
 template <class... Ls>
 struct flow {
     static constexpr std::size_t N = sizeof...(Ls);
-    // (Plain arrays, here and below: GCC's constant evaluator takes several times the time
-    // and memory over std::array's operator[], which counts in a chain of hundreds.)
-    struct Result {
-        std::size_t incoming[N ? N : 1]{};  // static width reaching layer i, or dyn
-        std::size_t bad = N;                // first mismatching layer, or N
-        std::size_t expects = 0, producer = 0, produces = 0;
-        std::size_t outgoing = dyn;  // the static width of the sequence's output, or dyn
-        std::size_t first_in = dyn;  // the static input width of the sequence, or dyn
-        bool rebinds = false;        // whether some layer gets a static nI (rebind_nI)
-        // The first and the last layer that change the width (0 and the last changer, or 0,
-        // when none does): a chain's nI and nO are theirs.
-        std::size_t first_changer = 0, last_changer = 0;
-        bool all_keep = true;  // every layer keeps the width (LayerNorm, Dropout, ...)
+    // (Plain arrays: GCC's constant evaluator takes several times the time and memory over
+    // std::array's operator[], which counts in a chain of hundreds. One element more than
+    // the layers, so that no array is empty.)
+    static constexpr Traits table[] = {traits_v<Ls>..., Traits{}};
+    static constexpr FlowResult value = walk_widths(table, N, nullptr);
+    // The static width reaching each layer: only chain(...)'s width propagation reads it.
+    struct Incoming {
+        std::size_t at[N ? N : 1]{};
     };
-    static constexpr Result value = [] {
-        Result r;
-        // (One element more than the layers, so that no array is empty.)
-        const Traits t[] = {traits_v<Ls>..., Traits{}};
-        std::size_t w = dyn, from = 0;
-        bool seen_width_changer = false;
-        for (std::size_t i = 0; i < N; ++i) {
-            r.incoming[i] = w;
-            std::size_t in = t[i].nI;
-            if (in == dyn && t[i].rebind) {
-                in = w;
-                if (w != dyn) r.rebinds = true;
-            }
-            if (!t[i].keeps) {
-                if (!seen_width_changer) r.first_changer = i;
-                r.last_changer = i;
-                r.all_keep = false;
-            }
-            if (!seen_width_changer && !t[i].keeps) {
-                seen_width_changer = true;
-                r.first_in = in;
-            }
-            if (w != dyn && in != dyn && in != w && r.bad == N) {
-                r.bad = i;
-                r.expects = in;
-                r.producer = from;
-                r.produces = w;
-            }
-            std::size_t out = t[i].nO;
-            if (out == dyn && t[i].follows) out = in;
-            if (out != dyn) {
-                w = out;
-                from = i;
-            } else if (!t[i].keeps) {
-                w = dyn;
-            }
-        }
-        r.outgoing = w;
-        return r;
+    static constexpr Incoming incoming = [] {
+        Incoming in;
+        (void)walk_widths(table, N, in.at);
+        return in;
     }();
 };
 
