@@ -14,6 +14,16 @@
 
 #include "tenon/backend/ops.hpp"
 
+// The first statement of every backend entry: in the host build, the strict device-host mode's
+// backend scope (device memory accessible while it runs: tenon/types/device_memory.hpp); nothing
+// under nvcc, whose host code never sees the device's memory.
+#if defined(TENON_DEVICE_CUDA)
+#define TENON_DEVICE_ENTRY static_cast<void>(0)
+#else
+#include "tenon/types/device_memory.hpp"
+#define TENON_DEVICE_ENTRY const ::tenon::detail::StrictBackend tenon_strict_backend_
+#endif
+
 #ifndef TENON_DEVICE_NS
 #error "define TENON_DEVICE_NS (device_host or device_cuda) before including device_ops.hpp"
 #endif
