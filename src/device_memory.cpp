@@ -23,6 +23,8 @@
 // One mutex guards it all: device arrays are a model's parameters, inputs and a call's
 // workspaces, not per-value allocations.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -255,6 +257,12 @@ void enable_strict_device_host(void (*set_access)(bool accessible)) noexcept {
     std::lock_guard lock(S.m);
     S.set_access = set_access;
     strict_device_host.store(true, std::memory_order_relaxed);
+}
+void strict_expect(const void* p, Memory m, const char* what, const char* entry) noexcept {
+    if (!p || !strict_device_host.load(std::memory_order_relaxed) || memory_of(p) == m) return;
+    std::fprintf(stderr, "tenon strict device-host: the backend's %s was given %s in %s memory, where it takes %s memory\n",
+                 entry, what, memory_name(memory_of(p)), memory_name(m));
+    std::abort();
 }
 void strict_enter(bool backend) noexcept { strict_count(backend, 1); }
 void strict_leave(bool backend) noexcept { strict_count(backend, -1); }

@@ -14,9 +14,6 @@
 #include <thrust/for_each.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/scan.h>
 #include <thrust/sequence.h>
 #include <thrust/sort.h>
 #include <thrust/transform_reduce.h>
@@ -35,16 +32,17 @@ void launch(size_t count, const F& f) {
     if (count) thrust::for_each_n(thrust::device, thrust::counting_iterator<size_t>(0), count, f);
 }
 
-// --- Sequences: the end of each (an inclusive scan of the lengths), and a row's sequence.
-struct ToSize {
-    TENON_HD size_t operator()(std::int32_t v) const { return static_cast<size_t>(v); }
-};
+// --- Sequences: the end of each, and a row's sequence. The lengths are host memory (integer
+// bookkeeping, read by the layers' host code too: backend/ops.hpp): their running sum is made on
+// the host and copied to the device once per entry.
 struct Ends {
     thrust::device_vector<size_t> v;
-    Ends(const std::int32_t* lengths, size_t nseg) : v(nseg) {
-        if (nseg)
-            thrust::inclusive_scan(thrust::device, thrust::make_transform_iterator(lengths, ToSize{}),
-                                   thrust::make_transform_iterator(lengths + nseg, ToSize{}), v.begin());
+    size_t total = 0;  // the rows of all sequences
+    Ends(const std::int32_t* lengths, size_t nseg) {
+        TENON_DEVICE_ARG(lengths, host);
+        std::vector<size_t> h(nseg);
+        for (size_t b = 0; b < nseg; ++b) h[b] = total += static_cast<size_t>(lengths[b]);
+        v.assign(h.begin(), h.end());
     }
     const size_t* get() const { return thrust::raw_pointer_cast(v.data()); }
 };
@@ -58,11 +56,6 @@ TENON_HD inline size_t seg_of(const size_t* ends, size_t nseg, size_t j) {
         else lo = mid + 1;
     }
     return lo;
-}
-size_t total_length(const std::int32_t* lengths, size_t nseg) {
-    return nseg ? thrust::reduce(thrust::device, thrust::make_transform_iterator(lengths, ToSize{}),
-                                 thrust::make_transform_iterator(lengths + nseg, ToSize{}), size_t{0})
-                : 0;
 }
 
 // --- Row passes.
@@ -641,11 +634,13 @@ void DeviceOps::sum_rows_into(const float* d, size_t rows, size_t n, float* db) 
 void DeviceOps::maxout(const float* Z, const float* b, size_t rows, size_t nO, size_t nP, float* Y,
                        std::int32_t* which) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     launch(rows, Maxout{Z, b, nO, nP, Y, which});
 }
 void DeviceOps::maxout_backward(const float* dY, const std::int32_t* which, size_t rows, size_t nO, size_t nP,
                                 float* dZ) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     launch(rows, MaxoutBackward{dY, which, nO, nP, dZ});
 }
 void DeviceOps::layernorm(const float* X, float* Y, size_t rows, size_t n, const float* G, const float* b,
@@ -663,11 +658,13 @@ void DeviceOps::layernorm_backward(const float* dY, float* dX, const float* Xhat
 void DeviceOps::gather_add_rows(const float* table, size_t width, const std::uint32_t* idx, size_t rows, size_t per,
                                 float* out) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     launch(rows * width, GatherAdd{table, width, idx, per, out});
 }
 void DeviceOps::scatter_add_rows(float* table, size_t width, const std::uint32_t* idx, size_t rows, size_t per,
                                  const float* d, const float* mask) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     const size_t count = rows * per;
     if (count == 0 || width == 0) return;
     thrust::device_vector<std::uint32_t> keys(count);
@@ -682,6 +679,7 @@ void DeviceOps::scatter_add_rows(float* table, size_t width, const std::uint32_t
 void DeviceOps::sparse_gather_add(const float* W, size_t nO, size_t stride, const std::uint32_t* idx, size_t per,
                                   const float* values, const std::int32_t* lengths, size_t nseg, float* Y) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     if (nseg == 0 || nO == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg * nO, SparseGather{W, nO, stride, idx, per, values, ends.get(), Y});
@@ -690,9 +688,10 @@ void DeviceOps::sparse_scatter_add(float* dW, size_t nO, size_t stride, const st
                                    const float* values, const std::int32_t* lengths, size_t nseg, const float* dY,
                                    const float* W, float* dvalues) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     if (nseg == 0) return;
-    const size_t nfeat = total_length(lengths, nseg), count = nfeat * per * nO;
     const Ends ends(lengths, nseg);
+    const size_t nfeat = ends.total, count = nfeat * per * nO;
     if (count) {
         thrust::device_vector<size_t> keys(count), pos(count);
         launch(count, SparseKeys{nO, stride, idx, thrust::raw_pointer_cast(keys.data())});
@@ -707,6 +706,7 @@ void DeviceOps::sparse_scatter_add(float* dW, size_t nO, size_t stride, const st
 void DeviceOps::segment_reduce(Reduce red, const float* X, const std::int32_t* lengths, size_t nseg, size_t n, float* Y,
                                std::int32_t* which) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg, SegmentReduce{red, X, ends.get(), n, Y, which});
@@ -714,6 +714,7 @@ void DeviceOps::segment_reduce(Reduce red, const float* X, const std::int32_t* l
 void DeviceOps::segment_reduce_backward(Reduce red, const float* dY, const std::int32_t* lengths, size_t nseg,
                                         size_t n, const std::int32_t* which, float* dX) const {
     TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg, SegmentReduceBackward{red, dY, ends.get(), n, which, dX});
@@ -723,14 +724,14 @@ void DeviceOps::seq2col(const float* X, const std::int32_t* lengths, size_t nseg
     TENON_DEVICE_ENTRY;
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
-    launch(total_length(lengths, nseg), Seq2col{X, ends.get(), nseg, nW, n, out});
+    launch(ends.total, Seq2col{X, ends.get(), nseg, nW, n, out});
 }
 void DeviceOps::backprop_seq2col(const float* dY, const std::int32_t* lengths, size_t nseg, size_t nW, size_t n,
                                  float* dX) const {
     TENON_DEVICE_ENTRY;
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
-    launch(total_length(lengths, nseg), BackpropSeq2col{dY, ends.get(), nseg, nW, n, dX});
+    launch(ends.total, BackpropSeq2col{dY, ends.get(), nseg, nW, n, dX});
 }
 void DeviceOps::softmax_sequences(float* x, const std::int32_t* lengths, size_t nseg, size_t n) const {
     TENON_DEVICE_ENTRY;

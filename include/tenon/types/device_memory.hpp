@@ -29,20 +29,30 @@ inline Memory current_memory() noexcept {
 // finish_update; a backend scope, each entry of the device-host backend and its provider's
 // copies. Counted process-wide in src/device_memory.cpp; off (one relaxed load) unless strict.
 inline constinit std::atomic<bool> strict_device_host{false};
+inline constinit thread_local int strict_calls_here = 0;  // the call scopes open on this thread
 void strict_enter(bool backend) noexcept;
 void strict_leave(bool backend) noexcept;
 // Turns the mode on (the device-host backend, once): set_access(false) makes its memory
 // inaccessible, set_access(true) accessible again; called under the scopes' lock.
 void enable_strict_device_host(void (*set_access)(bool accessible)) noexcept;
+// In the strict mode, aborts with a message when p (an argument `what` of the backend's entry
+// `entry`) is not null and not in memory m.
+void strict_expect(const void* p, Memory m, const char* what, const char* entry) noexcept;
 template <bool Backend>
 class StrictScope {
 public:
     explicit StrictScope(bool device = true) noexcept
         : on_(device && strict_device_host.load(std::memory_order_relaxed)) {
-        if (on_) strict_enter(Backend);
+        if (on_) {
+            if constexpr (!Backend) ++strict_calls_here;
+            strict_enter(Backend);
+        }
     }
     ~StrictScope() {
-        if (on_) strict_leave(Backend);
+        if (on_) {
+            strict_leave(Backend);
+            if constexpr (!Backend) --strict_calls_here;
+        }
     }
     StrictScope(const StrictScope&) = delete;
     StrictScope& operator=(const StrictScope&) = delete;
