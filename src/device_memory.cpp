@@ -23,6 +23,8 @@
 // One mutex guards it all: device arrays are a model's parameters, inputs and a call's
 // workspaces, not per-value allocations.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -226,6 +228,44 @@ void fill_device(void* p, std::size_t count, const void* value, std::size_t size
     if (!prov) throw_no_device();
     prov->copy(p, host.data(), host.size(), true, false);
 }
+
+// The strict device-host mode's scopes (device_memory.hpp): device memory is inaccessible
+// exactly while some thread is inside a device model's call and none is inside a backend
+// entry. Counted process-wide, not per thread: a thread in a backend entry makes the memory
+// accessible to all, so threads never cause a false crash (only a missed one).
+namespace {
+struct Strict {
+    std::mutex m;
+    int calls = 0, backend = 0;
+    void (*set_access)(bool) = nullptr;  // the device-host arena's mprotect (host_ops.cpp)
+};
+Strict& strict() {
+    static Strict* s = new Strict;  // never destroyed: scopes may close after main
+    return *s;
+}
+void strict_count(bool backend, int by) noexcept {
+    Strict& S = strict();
+    std::lock_guard lock(S.m);
+    const bool was = S.calls > 0 && S.backend == 0;
+    (backend ? S.backend : S.calls) += by;
+    const bool now = S.calls > 0 && S.backend == 0;
+    if (was != now) S.set_access(!now);
+}
+}  // namespace
+void enable_strict_device_host(void (*set_access)(bool accessible)) noexcept {
+    Strict& S = strict();
+    std::lock_guard lock(S.m);
+    S.set_access = set_access;
+    strict_device_host.store(true, std::memory_order_relaxed);
+}
+void strict_expect(const void* p, Memory m, const char* what, const char* entry) noexcept {
+    if (!p || !strict_device_host.load(std::memory_order_relaxed) || memory_of(p) == m) return;
+    std::fprintf(stderr, "tenon strict device-host: the backend's %s was given %s in %s memory, where it takes %s memory\n",
+                 entry, what, memory_name(memory_of(p)), memory_name(m));
+    std::abort();
+}
+void strict_enter(bool backend) noexcept { strict_count(backend, 1); }
+void strict_leave(bool backend) noexcept { strict_count(backend, -1); }
 
 }  // namespace tenon::detail
 

@@ -28,7 +28,7 @@ Floats2d Dropout::Backprop::operator()(Floats2dCView dY) const {
                          "tenon-E111");
     Floats2d dX(dY);
     if (mask.size() == 0) return dX;
-    for (std::size_t i = 0, n = dX.size(); i < n; ++i) dX[i] *= mask[i];
+    ops->elementwise(Binary::mul, dX.data(), mask.data(), dX.data(), dX.size());
     return dX;
 }
 
@@ -37,14 +37,11 @@ void Dropout::apply_inplace(Floats2d& Y, bool is_train, Backprop& bp) const {
     const double r = rate();
     const bool on = is_train && r > 0.0 && attr_as<bool>("is_enabled");
     if (!on) return;
+    // On the layer's backend: Y may be device memory (the key is drawn on the host, as before).
     bp.mask = Floats2d(Y.shape(), uninitialized);
-    if (r >= 1.0) {
-        bp.mask.fill(0.0f);
-    } else {
-        dropout_mask(dropout_key(global_rng()), 0, bp.mask.data(), bp.mask.size(), r,
-                     static_cast<float>(1.0 / (1.0 - r)));
-    }
-    for (std::size_t i = 0, n = Y.size(); i < n; ++i) Y[i] *= bp.mask[i];
+    bp.ops = &ops();
+    ops().dropout_mask(r >= 1.0 ? 0 : dropout_key(global_rng()), bp.mask.data(), bp.mask.size(), r);
+    ops().elementwise(Binary::mul, Y.data(), bp.mask.data(), Y.data(), Y.size());
 }
 
 void Dropout::check_rate(double rate) {

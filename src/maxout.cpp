@@ -64,7 +64,7 @@ std::pair<Floats2d, MaxoutBackprop> MaxoutCore::forward(Node& layer, NormDropout
     bp.layer = &layer;
     bp.tail = &tail;
     bp.X = Floats2d(X);
-    bp.which = Array<std::int32_t, dyn, dyn>({X.shape(0), layer.dim(0)}, uninitialized);
+    bp.which = Array<std::int32_t, dyn, dyn>({X.shape(0), layer.dim(0)}, uninitialized, layer.ops().memory());  // the pass's
     Floats2d Y = tail.forward(pieces(layer, X, bp.which.data()), is_train, bp.tail_bp);
     return {std::move(Y), std::move(bp)};
 }

@@ -543,6 +543,7 @@ void Node::apply_optimizer_tree(Optimizer& optimizer) {
             n.for_each_child([this](Node& c) { (*this)(c); });
         }
     };
+    const detail::StrictCall call(ops().memory() == Memory::device);  // a call, as predict's (docs/cuda.md)
     optimizer.begin_step();
     Walk walk{optimizer, *this, 0};
     walk(*this);

@@ -278,7 +278,13 @@ void seq_forward(const Stage& s, const Ctx& c) {
         case Prim::table: {
             const auto* ids = reinterpret_cast<const std::int32_t*>(c.act(s.in));
             auto* keys = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
-            s.table_keys(s.layer, ids, rows, c.in_cols, keys);
+            if (ops.memory() == Memory::host) {
+                s.table_keys(s.layer, ids, rows, c.in_cols, keys);
+            } else {  // made by the layer's host code, then copied into the workspace
+                Array<std::uint32_t, dyn> host({rows * s.per}, uninitialized);
+                s.table_keys(s.layer, ids, rows, c.in_cols, host.data());
+                detail::copy_bytes(keys, ops.memory(), host.data(), Memory::host, host.size() * sizeof(std::uint32_t));
+            }
             ops.gather_add_rows(ParamAccess::value(*s.layer, s.iW, "E"), n, keys, rows, s.per, out);
             if (c.train) {
                 // The layer's column mask, drawn where the layer draws it (tables run in model order),

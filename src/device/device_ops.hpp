@@ -14,6 +14,20 @@
 
 #include "tenon/backend/ops.hpp"
 
+// The first statement of every backend entry: in the host build, the strict device-host mode's
+// backend scope (device memory accessible while it runs: tenon/types/device_memory.hpp); nothing
+// under nvcc, whose host code never sees the device's memory. TENON_DEVICE_ARG(p, host|device):
+// in the strict mode, an integer argument must be in that memory (the passes read indices and
+// write `which` on the device; lengths are the host's), as it must on a GPU.
+#if defined(TENON_DEVICE_CUDA)
+#define TENON_DEVICE_ENTRY static_cast<void>(0)
+#define TENON_DEVICE_ARG(p, where) static_cast<void>(0)
+#else
+#include "tenon/types/device_memory.hpp"
+#define TENON_DEVICE_ENTRY const ::tenon::detail::StrictBackend tenon_strict_backend_
+#define TENON_DEVICE_ARG(p, where) ::tenon::detail::strict_expect(p, ::tenon::Memory::where, #p, __func__)
+#endif
+
 #ifndef TENON_DEVICE_NS
 #error "define TENON_DEVICE_NS (device_host or device_cuda) before including device_ops.hpp"
 #endif

@@ -14,9 +14,6 @@
 #include <thrust/for_each.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/scan.h>
 #include <thrust/sequence.h>
 #include <thrust/sort.h>
 #include <thrust/transform_reduce.h>
@@ -35,16 +32,17 @@ void launch(size_t count, const F& f) {
     if (count) thrust::for_each_n(thrust::device, thrust::counting_iterator<size_t>(0), count, f);
 }
 
-// --- Sequences: the end of each (an inclusive scan of the lengths), and a row's sequence.
-struct ToSize {
-    TENON_HD size_t operator()(std::int32_t v) const { return static_cast<size_t>(v); }
-};
+// --- Sequences: the end of each, and a row's sequence. The lengths are host memory (integer
+// bookkeeping, read by the layers' host code too: backend/ops.hpp): their running sum is made on
+// the host and copied to the device once per entry.
 struct Ends {
     thrust::device_vector<size_t> v;
-    Ends(const std::int32_t* lengths, size_t nseg) : v(nseg) {
-        if (nseg)
-            thrust::inclusive_scan(thrust::device, thrust::make_transform_iterator(lengths, ToSize{}),
-                                   thrust::make_transform_iterator(lengths + nseg, ToSize{}), v.begin());
+    size_t total = 0;  // the rows of all sequences
+    Ends(const std::int32_t* lengths, size_t nseg) {
+        TENON_DEVICE_ARG(lengths, host);
+        std::vector<size_t> h(nseg);
+        for (size_t b = 0; b < nseg; ++b) h[b] = total += static_cast<size_t>(lengths[b]);
+        v.assign(h.begin(), h.end());
     }
     const size_t* get() const { return thrust::raw_pointer_cast(v.data()); }
 };
@@ -58,11 +56,6 @@ TENON_HD inline size_t seg_of(const size_t* ends, size_t nseg, size_t j) {
         else lo = mid + 1;
     }
     return lo;
-}
-size_t total_length(const std::int32_t* lengths, size_t nseg) {
-    return nseg ? thrust::reduce(thrust::device, thrust::make_transform_iterator(lengths, ToSize{}),
-                                 thrust::make_transform_iterator(lengths + nseg, ToSize{}), size_t{0})
-                : 0;
 }
 
 // --- Row passes.
@@ -549,6 +542,7 @@ void DeviceOps::rows_backward(const RowPass& p) const {
 
 void DeviceOps::gemm(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
                      const float* b, size_t ldb, float beta, float* c, size_t ldc) const {
+    TENON_DEVICE_ENTRY;
     if (m == 0 || n == 0) return;
     if (k == 0) {  // C = beta C (cuBLAS would check the empty operands' leading dimensions)
         for (size_t r = 0; r < m; ++r) {
@@ -575,6 +569,7 @@ void DeviceOps::gemm(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha
 // one value per row of D, broadcast along its columns, added before the ReLU.
 bool DeviceOps::gemm_bias_act(Activation act, size_t m, size_t n, size_t k, const float* X, const float* W,
                               const float* b, float* Y) const {
+    TENON_DEVICE_ENTRY;
     if (!takes_bias_act(act, m, n, k) || !b) return false;
     struct Guard {
         cublasLtMatmulDesc_t desc = nullptr;
@@ -611,45 +606,65 @@ bool DeviceOps::gemm_bias_act(Activation act, size_t m, size_t n, size_t k, cons
 }
 
 void DeviceOps::bias_activate(Activation act, float* Y, const float* b, size_t rows, size_t n, float* Z) const {
+    TENON_DEVICE_ENTRY;
     launch(rows, BiasActivate{act, Y, b, n, Z});
 }
-void DeviceOps::activate(Activation act, const float* X, float* Y, size_t n) const { launch(n, Activate{act, X, Y}); }
+void DeviceOps::activate(Activation act, const float* X, float* Y, size_t n) const {
+    TENON_DEVICE_ENTRY;
+    launch(n, Activate{act, X, Y});
+}
 void DeviceOps::activation_backward(Activation act, float* d, const float* Y, const float* Z, size_t rows,
                                     size_t n) const {
+    TENON_DEVICE_ENTRY;
     if (act == Activation::identity) return;
     launch(rows * n, ActivationBackward{act, d, fn::grad_reads_y(act) ? Y : nullptr, fn::grad_reads_z(act) ? Z : nullptr});
 }
 void DeviceOps::softmax_rows(float* Y, size_t rows, size_t n, float inv_t) const {
+    TENON_DEVICE_ENTRY;
     if (n) launch(rows, SoftmaxRows{Y, n, inv_t});
 }
-void DeviceOps::scale(float* x, size_t n, float k) const { launch(n, Scale{x, k}); }
+void DeviceOps::scale(float* x, size_t n, float k) const {
+    TENON_DEVICE_ENTRY;
+    launch(n, Scale{x, k});
+}
 void DeviceOps::sum_rows_into(const float* d, size_t rows, size_t n, float* db) const {
+    TENON_DEVICE_ENTRY;
     launch(n, SumRowsInto{d, rows, n, db});
 }
 void DeviceOps::maxout(const float* Z, const float* b, size_t rows, size_t nO, size_t nP, float* Y,
                        std::int32_t* which) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     launch(rows, Maxout{Z, b, nO, nP, Y, which});
 }
 void DeviceOps::maxout_backward(const float* dY, const std::int32_t* which, size_t rows, size_t nO, size_t nP,
                                 float* dZ) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     launch(rows, MaxoutBackward{dY, which, nO, nP, dZ});
 }
 void DeviceOps::layernorm(const float* X, float* Y, size_t rows, size_t n, const float* G, const float* b,
                           float* Xhat, float* rstd) const {
+    TENON_DEVICE_ENTRY;
     launch(rows, Layernorm{X, Y, n, G, b, Xhat, rstd});
 }
 void DeviceOps::layernorm_backward(const float* dY, float* dX, const float* Xhat, const float* rstd, size_t rows,
                                    size_t n, const float* G, float* dG, float* db) const {
+    TENON_DEVICE_ENTRY;
     launch(n, LayernormParamGrads{dY, Xhat, rows, n, dG, db});  // first: dX may be dY
     launch(rows, LayernormDx{dY, dX, Xhat, rstd, n, G});
 }
 
 void DeviceOps::gather_add_rows(const float* table, size_t width, const std::uint32_t* idx, size_t rows, size_t per,
                                 float* out) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     launch(rows * width, GatherAdd{table, width, idx, per, out});
 }
 void DeviceOps::scatter_add_rows(float* table, size_t width, const std::uint32_t* idx, size_t rows, size_t per,
                                  const float* d, const float* mask) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     const size_t count = rows * per;
     if (count == 0 || width == 0) return;
     thrust::device_vector<std::uint32_t> keys(count);
@@ -663,6 +678,8 @@ void DeviceOps::scatter_add_rows(float* table, size_t width, const std::uint32_t
 
 void DeviceOps::sparse_gather_add(const float* W, size_t nO, size_t stride, const std::uint32_t* idx, size_t per,
                                   const float* values, const std::int32_t* lengths, size_t nseg, float* Y) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     if (nseg == 0 || nO == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg * nO, SparseGather{W, nO, stride, idx, per, values, ends.get(), Y});
@@ -670,9 +687,11 @@ void DeviceOps::sparse_gather_add(const float* W, size_t nO, size_t stride, cons
 void DeviceOps::sparse_scatter_add(float* dW, size_t nO, size_t stride, const std::uint32_t* idx, size_t per,
                                    const float* values, const std::int32_t* lengths, size_t nseg, const float* dY,
                                    const float* W, float* dvalues) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(idx, device);
     if (nseg == 0) return;
-    const size_t nfeat = total_length(lengths, nseg), count = nfeat * per * nO;
     const Ends ends(lengths, nseg);
+    const size_t nfeat = ends.total, count = nfeat * per * nO;
     if (count) {
         thrust::device_vector<size_t> keys(count), pos(count);
         launch(count, SparseKeys{nO, stride, idx, thrust::raw_pointer_cast(keys.data())});
@@ -686,92 +705,118 @@ void DeviceOps::sparse_scatter_add(float* dW, size_t nO, size_t stride, const st
 
 void DeviceOps::segment_reduce(Reduce red, const float* X, const std::int32_t* lengths, size_t nseg, size_t n, float* Y,
                                std::int32_t* which) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg, SegmentReduce{red, X, ends.get(), n, Y, which});
 }
 void DeviceOps::segment_reduce_backward(Reduce red, const float* dY, const std::int32_t* lengths, size_t nseg,
                                         size_t n, const std::int32_t* which, float* dX) const {
+    TENON_DEVICE_ENTRY;
+    TENON_DEVICE_ARG(which, device);
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg, SegmentReduceBackward{red, dY, ends.get(), n, which, dX});
 }
 void DeviceOps::seq2col(const float* X, const std::int32_t* lengths, size_t nseg, size_t nW, size_t n,
                         float* out) const {
+    TENON_DEVICE_ENTRY;
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
-    launch(total_length(lengths, nseg), Seq2col{X, ends.get(), nseg, nW, n, out});
+    launch(ends.total, Seq2col{X, ends.get(), nseg, nW, n, out});
 }
 void DeviceOps::backprop_seq2col(const float* dY, const std::int32_t* lengths, size_t nseg, size_t nW, size_t n,
                                  float* dX) const {
+    TENON_DEVICE_ENTRY;
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
-    launch(total_length(lengths, nseg), BackpropSeq2col{dY, ends.get(), nseg, nW, n, dX});
+    launch(ends.total, BackpropSeq2col{dY, ends.get(), nseg, nW, n, dX});
 }
 void DeviceOps::softmax_sequences(float* x, const std::int32_t* lengths, size_t nseg, size_t n) const {
+    TENON_DEVICE_ENTRY;
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg, SoftmaxSequence{x, ends.get(), n});
 }
 void DeviceOps::backprop_softmax_sequences(const float* dY, const float* Y, const std::int32_t* lengths, size_t nseg,
                                            size_t n, float* dX) const {
+    TENON_DEVICE_ENTRY;
     if (nseg == 0) return;
     const Ends ends(lengths, nseg);
     launch(nseg, BackpropSoftmaxSequence{dY, Y, ends.get(), n, dX});
 }
 void DeviceOps::scale_rows(const float* X, const float* a, size_t rows, size_t n, float* Y, bool add) const {
+    TENON_DEVICE_ENTRY;
     launch(rows, ScaleRows{X, a, n, Y, add});
 }
 void DeviceOps::row_dots(const float* A, const float* B, size_t rows, size_t n, float* out) const {
+    TENON_DEVICE_ENTRY;
     launch(rows, RowDots{A, B, n, out});
 }
 void DeviceOps::copy_rows(const float* from, size_t from_ld, float* to, size_t to_ld, size_t rows, size_t w,
                           bool add) const {
+    TENON_DEVICE_ENTRY;
     if (w) launch(rows * w, CopyRows{from, from_ld, to, to_ld, w, add});
 }
 void DeviceOps::zero(float* x, size_t n) const {
+    TENON_DEVICE_ENTRY;
     if (n) thrust::fill_n(thrust::device, x, n, 0.0f);
 }
-void DeviceOps::axpy(float alpha, const float* x, float* y, size_t n) const { launch(n, Axpy{alpha, x, y}); }
+void DeviceOps::axpy(float alpha, const float* x, float* y, size_t n) const {
+    TENON_DEVICE_ENTRY;
+    launch(n, Axpy{alpha, x, y});
+}
 void DeviceOps::elementwise(Binary op, const float* a, const float* b, float* y, size_t n) const {
+    TENON_DEVICE_ENTRY;
     launch(n, Elementwise{op, a, b, y});
 }
 void DeviceOps::mask_columns(const float* X, const float* mask, size_t rows, size_t n, float* Y) const {
+    TENON_DEVICE_ENTRY;
     if (n) launch(rows * n, MaskColumns{X, mask, n, Y});
 }
 void DeviceOps::dropout_mask_bits(std::uint64_t key, float* m, size_t n, std::uint64_t kt, std::uint32_t kb) const {
+    TENON_DEVICE_ENTRY;
     launch(n, DropoutMaskBits{key, kt, kb, m});
 }
 void DeviceOps::lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, size_t ldh, size_t rows,
                                   size_t nH) const {
+    TENON_DEVICE_ENTRY;
     launch(rows * nH, LstmForward{G, Cprev, C, H, ldh, nH});
 }
 void DeviceOps::lstm_cell_backward(const float* dH, size_t ldh, const float* dC, const float* G, const float* C,
                                    const float* Cprev, float* dG, float* dCprev, size_t rows, size_t nH) const {
+    TENON_DEVICE_ENTRY;
     launch(rows * nH, LstmBackward{dH, ldh, dC, G, C, Cprev, dG, dCprev, nH});
 }
 void DeviceOps::adam(float* W, float* G, float* m1, float* m2, float* A, size_t n, float gscale, float b1, float b2,
                      float lr_t, float eps, float decay_keep, float wd, bool zero_g) const {
+    TENON_DEVICE_ENTRY;
     launch(n, Adam{W, G, m1, m2, A, gscale, b1, b2, lr_t, eps, decay_keep, wd, zero_g});
 }
 void DeviceOps::sgd(float* W, float* G, float* A, size_t n, float gscale, float lr, float decay_keep, float wd,
                     bool zero_g) const {
+    TENON_DEVICE_ENTRY;
     launch(n, Sgd{W, G, A, gscale, lr, decay_keep, wd, zero_g});
 }
 void DeviceOps::adam_segments(const OptSegment* segs, size_t count, float b1, float b2, float eps, float wd) const {
+    TENON_DEVICE_ENTRY;
     if (count == 0) return;
     const SegmentTable t(segs, count);
     launch(t.total(), AdamSegments{t.segs(), t.starts(), count, b1, b2, eps, wd});
 }
 void DeviceOps::sgd_segments(const OptSegment* segs, size_t count, float wd) const {
+    TENON_DEVICE_ENTRY;
     if (count == 0) return;
     const SegmentTable t(segs, count);
     launch(t.total(), SgdSegments{t.segs(), t.starts(), count, wd});
 }
 double DeviceOps::sum_squares(const float* x, size_t n) const {
+    TENON_DEVICE_ENTRY;
     return n ? thrust::transform_reduce(thrust::device, x, x + n, Square{}, 0.0, thrust::plus<double>()) : 0.0;
 }
 size_t DeviceOps::count_nonfinite(const float* x, size_t n) const {
+    TENON_DEVICE_ENTRY;
     return n ? thrust::transform_reduce(thrust::device, x, x + n, IsNonfinite{}, size_t{0}, thrust::plus<size_t>())
              : 0;
 }

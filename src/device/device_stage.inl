@@ -63,6 +63,7 @@ RowPass common(const Stage& s, const StageParams& sp, const Ctx& c) {
 }  // namespace
 
 void DeviceOps::stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) const {
+    TENON_DEVICE_ENTRY;
     RowPass p = common(s, sp, c);
     // The product took the bias and activation into its epilogue (product_forward, gemm_bias_act).
     p.bias_done = bias_act_epilogue(s, sp, c) && takes_bias_act(s.act, c.rows, s.nO, s.nI);
@@ -85,6 +86,7 @@ void DeviceOps::stage_forward_rows(const Stage& s, const StageParams& sp, const 
 }
 
 void DeviceOps::stage_backward_rows(const Stage& s, const StageParams& sp, const Ctx& c) const {
+    TENON_DEVICE_ENTRY;
     RowPass p = common(s, sp, c);
     p.dY = c.grad(s.out);
     p.ysave = s.ysave != npos ? c.buf(s.ysave) : nullptr;

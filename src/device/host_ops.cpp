@@ -8,9 +8,18 @@
 
 #include "tenon/backend/device.hpp"
 
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "device_ops.inl"
@@ -26,6 +35,7 @@ namespace tenon::device_host {
 cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
                            const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta,
                            float* C, int ldc) {
+    TENON_DEVICE_ENTRY;
     const auto at_least = [](int ld, int rows) { return ld >= (rows > 1 ? rows : 1); };
     const bool ta = transa != CUBLAS_OP_N, tb = transb != CUBLAS_OP_N;
     if (m < 0 || n < 0 || k < 0 || !at_least(lda, ta ? k : m) || !at_least(ldb, tb ? n : k) || !at_least(ldc, m))
@@ -96,6 +106,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                               const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
                               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t*, void*, std::size_t,
                               cudaStream_t) {
+    TENON_DEVICE_ENTRY;
     if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc || !alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
     const bool ta = desc->ta != CUBLAS_OP_N, tb = desc->tb != CUBLAS_OP_N;
     const std::uint64_t m = ta ? Adesc->cols : Adesc->rows, k = ta ? Adesc->rows : Adesc->cols;
@@ -138,17 +149,136 @@ void blas_failed(int status) {
 
 namespace tenon::device_host {
 namespace {
+// The strict mode (TENON_DEVICE_HOST_STRICT=1, docs/cuda.md, "The strict device-host mode"):
+// device memory comes from one reserved range, inaccessible (PROT_NONE over its used part, one
+// mprotect) while host code runs inside a device model's call (the scopes of
+// tenon/types/device_memory.hpp), so a host access of device memory there, which a GPU would
+// not allow, stops the program with the place it happened. Blocks are bumped from the range and
+// reused by exact size: the caching allocator above rounds sizes to classes and rarely frees.
+struct Arena {
+    std::mutex m;
+    char* base = nullptr;
+    std::size_t used = 0;
+    bool accessible = true;
+    bool report_only = false;  // TENON_DEVICE_HOST_STRICT=report: list each fault and go on
+    std::map<char*, std::size_t> sizes;        // every block handed out: its size asked
+    std::multimap<std::size_t, char*> free;    // the freed ones, by that size
+    struct sigaction next{};  // the SIGSEGV handler before ours (a fault elsewhere goes to it)
+};
+constexpr std::size_t arena_bytes = std::size_t(1) << 38;  // address space only (MAP_NORESERVE)
+Arena& arena() {
+    static Arena* a = new Arena;  // never destroyed: device arrays with static storage outlive main
+    return *a;
+}
+
+void on_segv(int sig, siginfo_t* info, void* uc) {
+    Arena& A = arena();
+    const auto* at = static_cast<const char*>(info->si_addr);
+    if (at >= A.base && at < A.base + arena_bytes && detail::strict_calls_here == 0) {
+        // A thread outside any call (a test reading device arrays while another thread runs a
+        // call): allowed. The memory stays open until the scopes next close it, so a fault on
+        // another thread meanwhile is missed, never invented.
+        if (::mprotect(A.base, A.used, PROT_READ | PROT_WRITE) != 0) std::abort();
+        return;
+    }
+    if (at >= A.base && at < A.base + arena_bytes) {
+        char line[160];
+        const int n = std::snprintf(line, sizeof line,
+                                    "tenon strict device-host: host code touched device memory at %p inside a model "
+                                    "call (a crash on a GPU); backtrace:\n",
+                                    info->si_addr);
+        if (n > 0) (void)!::write(2, line, std::size_t(n));
+        void* frames[64];
+        ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), 2);
+        if (!A.report_only) std::abort();
+        // =report: every access is listed, not just the first; the memory stays open until the
+        // scopes next close it, and the access runs again when the handler returns.
+        if (::mprotect(A.base, A.used, PROT_READ | PROT_WRITE) != 0) std::abort();
+        return;
+    }
+    if ((A.next.sa_flags & SA_SIGINFO) && A.next.sa_sigaction) return A.next.sa_sigaction(sig, info, uc);
+    if (A.next.sa_handler != SIG_DFL && A.next.sa_handler != SIG_IGN) return A.next.sa_handler(sig);
+    ::signal(sig, SIG_DFL);  // returning re-runs the faulting access under the default action
+}
+
+// Called under the scopes' lock (src/device_memory.cpp). Our handler is installed again at each
+// closing: a test framework may have put its own in place since (faults elsewhere go to it).
+void set_access(bool accessible) noexcept {
+    Arena& A = arena();
+    std::lock_guard lock(A.m);
+    A.accessible = accessible;
+    if (!accessible) {
+        struct sigaction ours{}, was{};
+        ours.sa_sigaction = on_segv;
+        ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&ours.sa_mask);
+        ::sigaction(SIGSEGV, &ours, &was);
+        if (!(was.sa_flags & SA_SIGINFO) || was.sa_sigaction != on_segv) A.next = was;
+    }
+    if (A.used && ::mprotect(A.base, A.used, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) std::abort();
+}
+
+void* arena_alloc(std::size_t bytes) noexcept {
+    Arena& A = arena();
+    std::lock_guard lock(A.m);
+    if (auto it = A.free.find(bytes); it != A.free.end()) {
+        char* p = it->second;
+        A.free.erase(it);
+        return p;
+    }
+    const std::size_t size = (bytes + 255) / 256 * 256;
+    if (size > arena_bytes - A.used) return nullptr;
+    char* p = A.base + A.used;
+    if (A.accessible) {  // (mprotect takes whole pages: the first may be in use already)
+        const std::size_t page = std::size_t(::sysconf(_SC_PAGESIZE)), from = A.used / page * page;
+        if (::mprotect(A.base + from, A.used + size - from, PROT_READ | PROT_WRITE) != 0) return nullptr;
+    }
+    A.used += size;
+    A.sizes.emplace(p, bytes);
+    return p;
+}
+
 // The device-host build's "device memory": host memory, 256-byte aligned as cudaMalloc's,
 // handed out through the same caching allocator (src/device_memory.cpp) as a GPU's, so that
-// the allocator, the memory tags and every transfer rule are checked without a GPU.
+// the allocator, the memory tags and every transfer rule are checked without a GPU. In strict
+// mode it is the arena's, the copies and fills backend scopes.
 void* host_device_alloc(std::size_t bytes) noexcept {
+    if (arena().base) return arena_alloc(bytes);
     return ::operator new(bytes, std::align_val_t{256}, std::nothrow);
 }
-void host_device_free(void* p) noexcept { ::operator delete(p, std::align_val_t{256}); }
-void host_device_copy(void* dst, const void* src, std::size_t n, bool, bool) { std::memcpy(dst, src, n); }
-void host_device_zero(void* p, std::size_t n) { std::memset(p, 0, n); }
+void host_device_free(void* p) noexcept {
+    Arena& A = arena();
+    if (!A.base) return ::operator delete(p, std::align_val_t{256});
+    std::lock_guard lock(A.m);
+    A.free.emplace(A.sizes.at(static_cast<char*>(p)), static_cast<char*>(p));
+}
+void host_device_copy(void* dst, const void* src, std::size_t n, bool, bool) {
+    TENON_DEVICE_ENTRY;
+    std::memcpy(dst, src, n);
+}
+void host_device_zero(void* p, std::size_t n) {
+    TENON_DEVICE_ENTRY;
+    std::memset(p, 0, n);
+}
 const detail::DeviceMemoryProvider host_device_memory{"device-host", host_device_alloc, host_device_free,
                                                       host_device_copy, host_device_zero, nullptr};
+
+// With TENON_DEVICE_HOST_STRICT set (read once, at the backend's first use): reserves the
+// arena and turns the scopes on.
+void start_strict() {
+    const char* v = std::getenv("TENON_DEVICE_HOST_STRICT");
+    if (!v || !*v || std::strcmp(v, "0") == 0) return;
+    void* p = ::mmap(nullptr, arena_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        std::fputs("tenon strict device-host: cannot reserve the arena (mmap)\n", stderr);
+        std::abort();
+    }
+    arena().base = static_cast<char*>(p);
+    arena().report_only = std::strcmp(v, "report") == 0;
+    void* warm[1];
+    (void)::backtrace(warm, 1);  // loads what backtrace needs now, not inside the handler
+    detail::enable_strict_device_host(set_access);
+}
 }  // namespace
 }  // namespace tenon::device_host
 
@@ -158,6 +288,7 @@ const Ops& device_host_ops() noexcept {
     // The first use registers the backend's memory: device arrays then come from it.
     static const bool registered = [] {
         try {
+            device_host::start_strict();
             detail::set_device_memory_provider(device_host::host_device_memory);
         } catch (...) {
             return false;  // another device backend's memory is in use (tenon-E343 at its arrays)

@@ -6,7 +6,10 @@
 //
 // The interface is deliberately coarse: each entry is a whole pass over rows (never a call
 // per value), so the virtual call costs nothing next to the work, and a device backend can
-// make each entry one kernel launch. Pointers are to the backend's memory; sizes in values.
+// make each entry one kernel launch. Pointers are to the backend's memory (the integer
+// indices and `which` too), except the sequences' `lengths`, which are host memory: integer
+// bookkeeping that the layers' host code reads as well (a device backend copies them over);
+// sizes in values.
 // Every entry is const and thread-safe: many threads call one model's ops at once.
 #pragma once
 #include <cstddef>

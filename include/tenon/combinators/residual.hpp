@@ -132,9 +132,7 @@ private:
     }
     static void add_input(Out& Y, const InView& X) {
         if constexpr (requires { X.shape(); }) {
-            float* y = Y.data();
-            const float* x = X.data();
-            for (std::size_t i = 0, n = Y.size(); i < n; ++i) y[i] += x[i];
+            detail::add_floats(Y.data(), X.data(), Y.size());
         } else {
             detail::add_into(Y, X, "residual", "tenon-E162");
         }

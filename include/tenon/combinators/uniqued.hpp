@@ -81,6 +81,8 @@ public:
         std::vector<std::size_t> inv;  // the unique row of each row
         std::vector<std::size_t> counts;
         std::size_t nU = 0, width = 0;
+        const Ops* ops = nullptr;          // the layer's backend, and inv in its memory when that
+        Array<std::uint32_t, dyn> on_dev;  // is the device's (its scatter-add sums dY there)
         In operator()(Floats2dCView dY) const {
             if (direct) return inner(dY);
             if (dY.shape(0) != inv.size() || dY.shape(1) != width)
@@ -89,11 +91,14 @@ public:
                                      std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
                                  "tenon-E191");
             Floats2d dU({nU, width});
-            for (std::size_t i = 0; i < inv.size(); ++i) {
-                float* d = dU.data() + inv[i] * width;
-                const float* g = dY.data() + i * width;
-                for (std::size_t j = 0; j < width; ++j) d[j] += g[j];
-            }
+            if (on_dev.size())  // row by row, as the loop below
+                ops->scatter_add_rows(dU.data(), width, on_dev.data(), inv.size(), 1, dY.data(), nullptr);
+            else
+                for (std::size_t i = 0; i < inv.size(); ++i) {
+                    float* d = dU.data() + inv[i] * width;
+                    const float* g = dY.data() + i * width;
+                    for (std::size_t j = 0; j < width; ++j) d[j] += g[j];
+                }
             const In dXu = inner(dU);
             const std::size_t cols = dXu.shape(1);
             In dX({inv.size(), cols});
@@ -160,8 +165,17 @@ private:
                              "tenon-E196");
         const std::size_t w = Yu.shape(1);
         Floats2d Y({inv.size(), w}, uninitialized);
-        for (std::size_t i = 0; i < inv.size(); ++i) std::copy_n(Yu.data() + inv[i] * w, w, Y.data() + i * w);
+        if (Y.memory() == Memory::device)  // the rows gathered on the backend (host code must not touch them)
+            this->ops().gather_add_rows(Yu.data(), w, inv_on_device(inv).data(), inv.size(), 1, Y.data());
+        else
+            for (std::size_t i = 0; i < inv.size(); ++i) std::copy_n(Yu.data() + inv[i] * w, w, Y.data() + i * w);
         return Y;
+    }
+    // inv as row indices in the device's memory, for its gather and scatter-add.
+    Array<std::uint32_t, dyn> inv_on_device(const std::vector<std::size_t>& inv) const {
+        Array<std::uint32_t, dyn> idx({inv.size()}, uninitialized);
+        for (std::size_t i = 0; i < inv.size(); ++i) idx[i] = static_cast<std::uint32_t>(inv[i]);
+        return detail::in_memory(std::move(idx), Memory::device);
     }
 
     Floats2d predict_impl(InView X) const {
@@ -183,6 +197,8 @@ private:
         bp.direct = false;
         bp.nU = g.first.size();
         bp.width = Yu.shape(1);
+        bp.ops = &this->ops();
+        if (Y.memory() == Memory::device) bp.on_dev = inv_on_device(g.inv);
         bp.inv = std::move(g.inv);
         bp.counts = std::move(g.counts);
         return {std::move(Y), std::move(bp)};

@@ -29,6 +29,7 @@ public:
 
     struct Backprop {
         Floats2d mask;  // empty when dropout was off for the call
+        const Ops* ops = nullptr;  // the layer's backend (where mask is), when it is not empty
         // The output's shape, checked against dY (dyn: a default Backprop, no forward ran).
         std::array<std::size_t, 2> shape{dyn, dyn};
         Floats2d operator()(Floats2dCView dY) const;

@@ -114,12 +114,12 @@ private:
         this->ops().gather_add_rows(this->param(0).value.data(), nO, rows.data(), n, 1, Y.data());
         return Y;
     }
-    Floats2d predict_impl(InView X) const { return gather(rows_of(X)); }
+    Floats2d predict_impl(InView X) const { return gather(detail::in_memory(rows_of(X), this->ops().memory())); }
     std::pair<Floats2d, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
         bp.layer = this;
         bp.shape = X.shape();
-        bp.rows = rows_of(X);
+        bp.rows = detail::in_memory(rows_of(X), this->ops().memory());
         Floats2d Y = gather(bp.rows);
         bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);
         detail::apply_column_mask(this->ops(), Y.data(), Y.shape(0), bp.mask);

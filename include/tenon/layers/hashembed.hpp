@@ -141,12 +141,12 @@ private:
         this->ops().gather_add_rows(this->param(0).value.data(), nO, keys.data(), rows, 4, Y.data());
         return Y;
     }
-    Floats2d predict_impl(InView X) const { return gather(keys_of(X)); }
+    Floats2d predict_impl(InView X) const { return gather(detail::in_memory(keys_of(X), this->ops().memory())); }
     std::pair<Floats2d, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
         bp.layer = this;
         bp.shape = X.shape();
-        bp.keys = keys_of(X);
+        bp.keys = detail::in_memory(keys_of(X), this->ops().memory());
         Floats2d Y = gather(bp.keys);
         if (!bp.keys.empty()) {  // Thinc draws no mask for an empty batch
             bp.mask = detail::column_dropout_mask(*this, this->dim(0), is_train);

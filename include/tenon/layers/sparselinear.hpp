@@ -93,7 +93,7 @@ private:
     Array<std::uint32_t, dyn> indices(const SparseFeatures& X) const {
         Array<std::uint32_t, dyn> idx({2 * X.features()}, uninitialized);
         detail::sparselinear_indices(X.keys(), this->dim(1), v1_indexing(), idx.data());
-        return idx;
+        return detail::in_memory(std::move(idx), this->ops().memory());  // (made on the host, read by the pass)
     }
     Floats2d run(const SparseFeatures& X, const Array<std::uint32_t, dyn>& idx) const {
         const std::size_t rows = X.size(), nO = this->dim(0);

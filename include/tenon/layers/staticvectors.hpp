@@ -157,7 +157,8 @@ private:
             rows[r] = static_cast<std::uint64_t>(id) < nV ? static_cast<std::uint32_t>(id) : 0u;
         }
         Floats2d V({n, nM}, uninitialized);
-        this->ops().gather_add_rows(T.data(), nM, rows.data(), n, 1, V.data());
+        const auto on_backend = detail::in_memory(std::move(rows), this->ops().memory());  // (read by the pass)
+        this->ops().gather_add_rows(T.data(), nM, on_backend.data(), n, 1, V.data());
         return V;
     }
     Floats2d project(const Floats2d& V) const {

@@ -253,7 +253,7 @@ private:
     template <class M>
     static detail::xfer::add_axis_t<M> to3d(const M& m, std::size_t T, std::size_t N) {
         detail::xfer::add_axis_t<M> out({T, N, m.shape(1)}, uninitialized);
-        if (m.size()) std::memcpy(out.data(), m.data(), m.size() * sizeof(typename M::value_type));
+        detail::copy_bytes(out.data(), out.memory(), m.data(), m.memory(), m.size() * sizeof(typename M::value_type));
         return out;
     }
 

@@ -103,7 +103,7 @@ private:
                              "tenon-E186");
         shape[2] = Y2.shape(1);
         Floats3d Y(shape, uninitialized);
-        if (Y.size()) std::memcpy(Y.data(), Y2.data(), Y.size() * sizeof(float));
+        detail::copy_bytes(Y.data(), Y.memory(), Y2.data(), Y2.memory(), Y.size() * sizeof(float));  // (device: the backend's)
         return Y;
     }
 

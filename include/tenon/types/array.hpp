@@ -225,8 +225,9 @@ inline constexpr uninitialized_t uninitialized{};
 // An owning, 64-byte aligned array. Copies are deep; moves are cheap. Zero-filled unless
 // constructed with `uninitialized`. Its memory is the host's or the device's (memory(): the
 // tag its storage carries, docs/cuda.md): a new array gets detail::current_memory() (the
-// model's inside a model's calls, else set_default_memory's) unless a Memory is given; a copy
-// keeps its source's; to_device / to_host (model/device.hpp) move arrays between the two.
+// model's inside a model's calls, else set_default_memory's; an integer array: the host's) unless
+// a Memory is given; a copy keeps its source's; to_device / to_host (model/device.hpp) move
+// arrays between the two.
 // Element access reads the memory on the host: for device arrays that works only where the
 // device's memory is host memory (the device-host build) or managed.
 template <class T, std::size_t... Ext>
@@ -415,11 +416,18 @@ private:
         for (auto s : shape) n *= s;
         return n;
     }
+    // Where a new array goes unless told: a float array to detail::current_memory() (the model's
+    // inside its calls, else the default); an integer one (ids, lengths, indices: bookkeeping that
+    // host code reads) to the host. What a device pass reads or writes as integers (row indices,
+    // maxout's `which`) is made in its backend's memory by name (docs/cuda.md).
+    static Memory new_memory() noexcept {
+        return std::is_floating_point_v<T> ? detail::current_memory() : Memory::host;
+    }
     // A buffer for shape_: tenon-E240 when its size overflows, tenon-E241 when the system has
     // no memory for it (the array is then unchanged).
     // A device block that cannot be had (the allocator's cap, the device's memory) is
     // tenon-E341 (the array is then unchanged too).
-    void allocate(bool zero, Memory where = detail::current_memory()) {
+    void allocate(bool zero, Memory where = new_memory()) {
         const std::size_t bytes = detail::checked_bytes(shape_.data(), rank, sizeof(T));
         const std::size_t n = bytes / sizeof(T);
         T* p = nullptr;
@@ -469,5 +477,17 @@ using Floats2dCView = ArrayView<const float, dyn, dyn>;
 using Floats3dCView = ArrayView<const float, dyn, dyn, dyn>;
 using Ints1dCView = ArrayView<const std::int32_t, dyn>;
 using Ints2dCView = ArrayView<const std::int32_t, dyn, dyn>;
+
+namespace detail {
+// `a` in memory m: itself when it is there, else a copy. For integer arrays made by host code
+// (a layer's row indices: its hashing, its range checks) that a backend's pass reads.
+template <class T, std::size_t... E>
+Array<T, E...> in_memory(Array<T, E...> a, Memory m) {
+    if (a.memory() == m) return a;
+    Array<T, E...> out(a.shape(), uninitialized, m);
+    copy_bytes(out.data(), m, a.data(), a.memory(), a.size() * sizeof(T));
+    return out;
+}
+}  // namespace detail
 
 }  // namespace tenon

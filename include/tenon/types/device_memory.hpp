@@ -21,15 +21,60 @@ inline Memory current_memory() noexcept {
     const int s = memory_scope;
     return static_cast<Memory>(s >= 0 ? s : default_memory_v.load(std::memory_order_relaxed));
 }
+
+// The strict device-host mode (TENON_DEVICE_HOST_STRICT=1, docs/cuda.md): the device-host
+// backend's memory cannot be touched while a thread runs host code inside a device model's call
+// and no thread is inside a backend entry, so a host read of device memory there (a crash on a
+// GPU) crashes here too. A call scope counts a model's entry point, its backprop and
+// finish_update; a backend scope, each entry of the device-host backend and its provider's
+// copies. Counted process-wide in src/device_memory.cpp; off (one relaxed load) unless strict.
+inline constinit std::atomic<bool> strict_device_host{false};
+inline constinit thread_local int strict_calls_here = 0;  // the call scopes open on this thread
+void strict_enter(bool backend) noexcept;
+void strict_leave(bool backend) noexcept;
+// Turns the mode on (the device-host backend, once): set_access(false) makes its memory
+// inaccessible, set_access(true) accessible again; called under the scopes' lock.
+void enable_strict_device_host(void (*set_access)(bool accessible)) noexcept;
+// In the strict mode, aborts with a message when p (an argument `what` of the backend's entry
+// `entry`) is not null and not in memory m.
+void strict_expect(const void* p, Memory m, const char* what, const char* entry) noexcept;
+template <bool Backend>
+class StrictScope {
+public:
+    explicit StrictScope(bool device = true) noexcept
+        : on_(device && strict_device_host.load(std::memory_order_relaxed)) {
+        if (on_) {
+            if constexpr (!Backend) ++strict_calls_here;
+            strict_enter(Backend);
+        }
+    }
+    ~StrictScope() {
+        if (on_) {
+            strict_leave(Backend);
+            if constexpr (!Backend) --strict_calls_here;
+        }
+    }
+    StrictScope(const StrictScope&) = delete;
+    StrictScope& operator=(const StrictScope&) = delete;
+
+private:
+    bool on_;
+};
+using StrictCall = StrictScope<false>;
+using StrictBackend = StrictScope<true>;
+
 class MemoryScope {
 public:
-    explicit MemoryScope(Memory m) noexcept : was_(memory_scope) { memory_scope = static_cast<int>(m); }
+    explicit MemoryScope(Memory m) noexcept : was_(memory_scope), call_(m == Memory::device) {
+        memory_scope = static_cast<int>(m);
+    }
     ~MemoryScope() { memory_scope = was_; }
     MemoryScope(const MemoryScope&) = delete;
     MemoryScope& operator=(const MemoryScope&) = delete;
 
 private:
     int was_;
+    StrictCall call_;  // a device model's call (every MemoryScope of the device's memory is one)
 };
 
 // The raw calls behind the device allocator (a device backend's: src/device/host_ops.cpp,

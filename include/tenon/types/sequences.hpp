@@ -78,8 +78,9 @@ BasicPadded<A3> make_padded(const std::vector<std::pair<const T*, std::size_t>>&
         const auto& [src, n] = seqs[order[b]];
         lengths[b] = static_cast<std::int32_t>(n);
         indices[b] = static_cast<std::int32_t>(order[b]);
+        const Memory from = memory_of(src);  // (device data: the backend's copies)
         for (std::size_t t = 0; t < n; ++t)
-            std::memcpy(data.data() + (t * B + b) * inner, src + t * inner, inner * sizeof(T));
+            copy_bytes(data.data() + (t * B + b) * inner, data.memory(), src + t * inner, from, inner * sizeof(T));
     }
     std::size_t live = B;
     for (std::size_t t = 0; t < steps; ++t) {
@@ -92,8 +93,9 @@ BasicPadded<A3> make_padded(const std::vector<std::pair<const T*, std::size_t>>&
 template <class P, class T>
 void copy_padded_column(const P& p, std::size_t b, std::size_t n, T* dst) {
     const std::size_t B = p.data().shape(1), inner = row_size(p.data().shape()) / B;
+    const Memory to = memory_of(dst);  // (device data: the backend's copies)
     for (std::size_t t = 0; t < n; ++t)
-        std::memcpy(dst + t * inner, p.data().data() + (t * B + b) * inner, inner * sizeof(T));
+        copy_bytes(dst + t * inner, to, p.data().data() + (t * B + b) * inner, p.data().memory(), inner * sizeof(T));
 }
 }  // namespace detail
 
@@ -107,7 +109,8 @@ BasicRagged<A> to_ragged(const List<A>& xs) {
     Ints1d lengths({xs.size()}, uninitialized);
     std::size_t off = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) {
-        if (xs[i].size()) std::memcpy(data.data() + off, xs[i].data(), xs[i].size() * sizeof(typename A::value_type));
+        detail::copy_bytes(data.data() + off, data.memory(), xs[i].data(), xs[i].memory(),
+                           xs[i].size() * sizeof(typename A::value_type));  // (device data: the backend's copy)
         off += xs[i].size();
         lengths[i] = static_cast<std::int32_t>(xs[i].shape(0));
     }

@@ -15,8 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "tenon/backend/ops.hpp"
 #include "tenon/error.hpp"
 #include "tenon/model/diagnostics.hpp"
+#include "tenon/types/device_memory.hpp"
 #include "tenon/types/list.hpp"
 #include "tenon/types/padded.hpp"
 #include "tenon/types/ragged.hpp"
@@ -132,6 +134,27 @@ inline std::string layout_vec_str(const Layout& v) {
 template <class T>
 using scratch_vector = std::vector<T, CacheAllocator<T>>;
 
+// ---- float work on device arrays ---------------------------------------------------------
+// The combinators' own float work outside a plan (sums of gradients and residuals,
+// concatenations, slices) over device memory runs on the device backend that holds it (one per
+// process, docs/cuda.md: host code must not touch it); over host memory, the host loops.
+inline const Ops* device_backend_of(const void* p) noexcept {
+    return memory_of(p) == Memory::device ? static_cast<const Ops*>(device_ops_hint()) : nullptr;
+}
+// y[i] += x[i] for n values.
+inline void add_floats(float* y, const float* x, std::size_t n) {
+    if (n == 0) return;
+    if (const Ops* ops = device_backend_of(y)) return ops->elementwise(Binary::add_into, x, nullptr, y, n);
+    for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+// rows x w values from `from` (rows from_ld apart) to `to` (rows to_ld apart).
+inline void copy_float_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
+                            std::size_t w) {
+    if (rows == 0 || w == 0) return;
+    if (const Ops* ops = device_backend_of(to)) return ops->copy_rows(from, from_ld, to, to_ld, rows, w, false);
+    for (std::size_t r = 0; r < rows; ++r) std::memcpy(to + r * to_ld, from + r * from_ld, w * sizeof(float));
+}
+
 // ---- sums ---------------------------------------------------------------------------------
 // acc += x, elementwise; `who` (and `what`, appended) name the combinator and `id` the error
 // when the layouts differ (views: the message is only built when there is an error).
@@ -145,13 +168,10 @@ void add_into(T& acc, const T& x, std::string_view who, const char* id, std::str
                              id);
     }
     if constexpr (is_float_array<T>) {
-        float* a = acc.data();
-        const float* b = x.data();
-        for (std::size_t i = 0, n = acc.size(); i < n; ++i) a[i] += b[i];
+        add_floats(acc.data(), x.data(), acc.size());
     } else if constexpr (requires { acc.values(); x.data(); } && summable<T>) {
         auto a = acc.values();
-        const float* b = x.data().data();
-        for (std::size_t i = 0, n = a.size(); i < n; ++i) a[i] += b[i];
+        add_floats(a.data(), x.data().data(), a.size());
     } else if constexpr (is_list<T>) {
         for (std::size_t i = 0; i < acc.size(); ++i) add_into(acc[i], x[i], who, id, what);
     } else if constexpr (is_pair<T>) {
@@ -182,13 +202,8 @@ inline void concat_rows(float* out, std::size_t rows, std::span<const float* con
                         std::span<const std::size_t> widths) {
     std::size_t total = 0;
     for (auto w : widths) total += w;
-    for (std::size_t r = 0; r < rows; ++r) {
-        float* o = out + r * total;
-        for (std::size_t k = 0; k < parts.size(); ++k) {
-            if (widths[k]) std::memcpy(o, parts[k] + r * widths[k], widths[k] * sizeof(float));
-            o += widths[k];
-        }
-    }
+    for (std::size_t k = 0, at = 0; k < parts.size(); at += widths[k], ++k)
+        copy_float_rows(parts[k], widths[k], out + at, total, rows, widths[k]);
 }
 // The array part [start, start + w) of the last axis of a float array (or view) as an array.
 template <class A, class V>
@@ -199,8 +214,7 @@ A slice_last(const V& x, std::size_t start, std::size_t w) {
     for (std::size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
     shape[shape.size() - 1] = w;
     A out(shape, uninitialized);
-    for (std::size_t r = 0; r < rows; ++r)
-        if (w) std::memcpy(out.data() + r * w, x.data() + r * total + start, w * sizeof(float));
+    copy_float_rows(x.data() + start, total, out.data(), w, rows, w);
     return out;
 }
 
@@ -298,9 +312,9 @@ BasicPadded<A> reverse_in_lengths(const BasicPadded<A>& p) {
     A out(d);
     for (std::size_t b = 0; b < B; ++b) {
         const auto len = static_cast<std::size_t>(p.lengths()[b]);
-        for (std::size_t t = 0; t < len; ++t)
-            std::memcpy(out.data() + (t * B + b) * inner, d.data() + ((len - 1 - t) * B + b) * inner,
-                        inner * sizeof(typename A::value_type));
+        for (std::size_t t = 0; t < len; ++t)  // (device data: the backend's copies)
+            copy_bytes(out.data() + (t * B + b) * inner, out.memory(), d.data() + ((len - 1 - t) * B + b) * inner,
+                       d.memory(), inner * sizeof(typename A::value_type));
     }
     return p.with_data(std::move(out));
 }

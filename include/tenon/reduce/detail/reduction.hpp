@@ -62,7 +62,7 @@ protected:
         if constexpr (Derived::nonempty)
             detail::check_nonempty_sequences(this->name(), X.lengths().data(), B, Derived::why_nonempty);
         Floats2d Y({B, n});
-        if (which) *which = Ints2d({B, n});
+        if (which) *which = Ints2d({B, n}, this->ops().memory());  // written by the backend's pass
         if (B)
             this->ops().segment_reduce(Derived::kind, X.data().data(), X.lengths().data(), B, n, Y.data(),
                                        which ? which->data() : nullptr);

@@ -135,9 +135,9 @@ struct PaddedLayout {
         add_axis_t<A> data(shape);
         for (std::size_t b = 0; b < B; ++b) {
             const auto& x = xs[static_cast<std::size_t>(indices[b])];
-            for (std::size_t t = 0; t < x.shape(0); ++t)
-                std::memcpy(data.data() + (t * B + b) * inner, x.data() + t * inner,
-                            inner * sizeof(typename A::value_type));
+            for (std::size_t t = 0; t < x.shape(0); ++t)  // (on a device, the backend's copies)
+                detail::copy_bytes(data.data() + (t * B + b) * inner, data.memory(), x.data() + t * inner, x.memory(),
+                                   inner * sizeof(typename A::value_type));
         }
         return BasicPadded<add_axis_t<A>>(std::move(data), size_at_t, lengths, indices);
     }
@@ -172,14 +172,16 @@ A flatten(const List<A>& xs, std::size_t pad, const char* who,
     const std::size_t inner = row_size(shape);
     using T = typename A::value_type;
     T* dst = out.data();
+    // (out is where the program makes arrays now: on a device, the backend's fill and copies)
     auto zeros = [&] {
-        if (pad && inner) std::memset(static_cast<void*>(dst), 0, pad * inner * sizeof(T));
+        if (pad && inner && out.memory() == Memory::host) std::memset(static_cast<void*>(dst), 0, pad * inner * sizeof(T));
+        else if (pad && inner) detail::zero_bytes_device(dst, pad * inner * sizeof(T));
         dst += pad * inner;
     };
     for (const auto& x : xs) {
         if (x.size() == 0) continue;
         zeros();
-        std::memcpy(dst, x.data(), x.size() * sizeof(T));
+        detail::copy_bytes(dst, out.memory(), x.data(), x.memory(), x.size() * sizeof(T));
         dst += x.size();
     }
     if (nonempty) zeros();
@@ -209,7 +211,8 @@ List<A> unflatten(const V& X, const Ints1d& lengths, std::size_t pad) {
         shape[0] = n;
         A x(shape, uninitialized);
         if (n != 0 && inner != 0)
-            std::memcpy(x.data(), X.data() + row * inner, n * inner * sizeof(typename A::value_type));
+            detail::copy_bytes(x.data(), x.memory(), X.data() + row * inner, detail::memory_of(X.data()),
+                               n * inner * sizeof(typename A::value_type));
         row += n;
         out.push_back(std::move(x));
     }
