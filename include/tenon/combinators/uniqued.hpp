@@ -77,12 +77,12 @@ public:
 
     struct Backprop {
         typename L::Backprop inner;
-        bool direct = true;            // the layer ran on the whole batch
-        std::vector<std::size_t> inv;  // the unique row of each row
+        bool direct = true;             // the layer ran on the whole batch
+        Array<std::uint32_t, dyn> inv;  // the unique row of each row (host: the dX loop reads it)
+        Array<std::uint32_t, dyn> inv_b;  // inv in a device backend's memory (empty: inv itself)
         std::vector<std::size_t> counts;
         std::size_t nU = 0, width = 0;
-        const Ops* ops = nullptr;          // the layer's backend, and inv in its memory when that
-        Array<std::uint32_t, dyn> on_dev;  // is the device's (its scatter-add sums dY there)
+        const Ops* ops = nullptr;  // the layer's backend: its scatter-add sums dY into dU
         In operator()(Floats2dCView dY) const {
             if (direct) return inner(dY);
             if (dY.shape(0) != inv.size() || dY.shape(1) != width)
@@ -91,14 +91,8 @@ public:
                                      std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
                                  "tenon-E191");
             Floats2d dU({nU, width});
-            if (on_dev.size())  // row by row, as the loop below
-                ops->scatter_add_rows(dU.data(), width, on_dev.data(), inv.size(), 1, dY.data(), nullptr);
-            else
-                for (std::size_t i = 0; i < inv.size(); ++i) {
-                    float* d = dU.data() + inv[i] * width;
-                    const float* g = dY.data() + i * width;
-                    for (std::size_t j = 0; j < width; ++j) d[j] += g[j];
-                }
+            ops->scatter_add_rows(dU.data(), width, (inv_b.size() ? inv_b : inv).data(), inv.size(), 1, dY.data(),
+                                  nullptr);
             const In dXu = inner(dU);
             const std::size_t cols = dXu.shape(1);
             In dX({inv.size(), cols});
@@ -124,7 +118,8 @@ private:
     // The unique keys of the batch: the first row with each key (keys in sorted order), the
     // unique row of each row, and the counts (numpy.unique with return_index/inverse/counts).
     struct Groups {
-        std::vector<std::size_t> first, inv, counts;
+        std::vector<std::size_t> first, counts;
+        Array<std::uint32_t, dyn> inv;
     };
     Groups group(InView X) const {
         const std::size_t rows = X.shape(0), cols = X.shape(1), c = column();
@@ -137,14 +132,14 @@ private:
         const auto key = [&](std::size_t r) { return X.data()[r * cols + c]; };
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
         Groups g;
-        g.inv.resize(rows);
+        g.inv = Array<std::uint32_t, dyn>({rows}, uninitialized, Memory::host);
         for (std::size_t k = 0; k < rows; ++k) {
             const std::size_t r = order[k];
             if (k == 0 || key(r) != key(order[k - 1])) {
                 g.first.push_back(r);
                 g.counts.push_back(0);
             }
-            g.inv[r] = g.first.size() - 1;
+            g.inv[r] = static_cast<std::uint32_t>(g.first.size() - 1);
             ++g.counts.back();
         }
         return g;
@@ -156,32 +151,29 @@ private:
             std::copy_n(X.data() + which[u] * cols, cols, out.data() + u * cols);
         return out;
     }
-    Floats2d spread(const Floats2d& Yu, const Groups& g) const {
-        const auto& inv = g.inv;
+    // inv where the backend's gather and scatter-add read it: a copy in a device backend's
+    // memory (host code reads inv too), nothing on the host (inv itself).
+    Array<std::uint32_t, dyn> inv_for_backend(const Groups& g) const {
+        const Memory m = this->ops().memory();
+        return m == Memory::host ? Array<std::uint32_t, dyn>() : to_memory(g.inv, m);
+    }
+    // Row i of the output is the layer's output row inv[i] (the backend's gather of one row each).
+    Floats2d spread(const Floats2d& Yu, const Groups& g, const Array<std::uint32_t, dyn>& inv_b) const {
         if (Yu.shape(0) != g.first.size())
             throw ShapeError(this->name() + ": the layer must give one output row per input row: it gave " +
                                  std::to_string(Yu.shape(0)) + " rows for " +
                                  std::to_string(g.first.size()) + " unique rows",
                              "tenon-E196");
-        const std::size_t w = Yu.shape(1);
-        Floats2d Y({inv.size(), w}, uninitialized);
-        if (Y.memory() == Memory::device)  // the rows gathered on the backend (host code must not touch them)
-            this->ops().gather_add_rows(Yu.data(), w, inv_on_device(inv).data(), inv.size(), 1, Y.data());
-        else
-            for (std::size_t i = 0; i < inv.size(); ++i) std::copy_n(Yu.data() + inv[i] * w, w, Y.data() + i * w);
+        const std::size_t w = Yu.shape(1), rows = g.inv.size();
+        Floats2d Y({rows, w}, uninitialized);
+        this->ops().gather_add_rows(Yu.data(), w, (inv_b.size() ? inv_b : g.inv).data(), rows, 1, Y.data());
         return Y;
-    }
-    // inv as row indices in the device's memory, for its gather and scatter-add.
-    Array<std::uint32_t, dyn> inv_on_device(const std::vector<std::size_t>& inv) const {
-        Array<std::uint32_t, dyn> idx({inv.size()}, uninitialized);
-        for (std::size_t i = 0; i < inv.size(); ++i) idx[i] = static_cast<std::uint32_t>(inv[i]);
-        return detail::in_memory(std::move(idx), Memory::device);
     }
 
     Floats2d predict_impl(InView X) const {
         if (X.size() < 2) return layer_.predict(X);
         const Groups g = group(X);
-        return spread(layer_.predict(rows_of(X, g.first)), g);
+        return spread(layer_.predict(rows_of(X, g.first)), g, inv_for_backend(g));
     }
     std::pair<Floats2d, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
@@ -192,13 +184,13 @@ private:
         }
         Groups g = group(X);
         auto [Yu, b] = layer_(rows_of(X, g.first), is_train);
-        Floats2d Y = spread(Yu, g);
+        bp.inv_b = inv_for_backend(g);
+        Floats2d Y = spread(Yu, g, bp.inv_b);
         bp.inner = std::move(b);
         bp.direct = false;
         bp.nU = g.first.size();
         bp.width = Yu.shape(1);
         bp.ops = &this->ops();
-        if (Y.memory() == Memory::device) bp.on_dev = inv_on_device(g.inv);
         bp.inv = std::move(g.inv);
         bp.counts = std::move(g.counts);
         return {std::move(Y), std::move(bp)};

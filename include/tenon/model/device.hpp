@@ -23,20 +23,9 @@ namespace tenon {
 
 class Optimizer;
 
-// --- Data: a copy in the given memory (a copy even where it is there already). Arrays, views,
-// Lists of arrays, Ragged and Padded (their data; lengths and indices are copied as they are).
-template <class T, std::size_t... E>
-Array<T, E...> to_memory(const Array<T, E...>& a, Memory m) {
-    Array<T, E...> out(a.shape(), uninitialized, m);
-    detail::copy_bytes(out.data(), m, a.data(), a.memory(), a.size() * sizeof(T));
-    return out;
-}
-template <class T, std::size_t... E>
-Array<std::remove_const_t<T>, E...> to_memory(const ArrayView<T, E...>& v, Memory m) {
-    Array<std::remove_const_t<T>, E...> out(v.shape(), uninitialized, m);
-    detail::copy_bytes(out.data(), m, v.data(), detail::memory_of(v.data()), v.size() * sizeof(T));
-    return out;
-}
+// --- Data: a copy in the given memory (a copy even where it is there already). Arrays and views
+// (types/array.hpp), Lists of arrays, Ragged and Padded (their data; lengths and indices are
+// copied as they are).
 template <class A>
 List<A> to_memory(const List<A>& xs, Memory m) {
     List<A> out;

@@ -478,15 +478,28 @@ using Floats3dCView = ArrayView<const float, dyn, dyn, dyn>;
 using Ints1dCView = ArrayView<const std::int32_t, dyn>;
 using Ints2dCView = ArrayView<const std::int32_t, dyn, dyn>;
 
+// A copy of an array (or a view's values) in the given memory, a copy even where it is there
+// already (to_device / to_host and the other data types' overloads: model/device.hpp).
+template <class T, std::size_t... E>
+Array<T, E...> to_memory(const Array<T, E...>& a, Memory m) {
+    Array<T, E...> out(a.shape(), uninitialized, m);
+    detail::copy_bytes(out.data(), m, a.data(), a.memory(), a.size() * sizeof(T));
+    return out;
+}
+template <class T, std::size_t... E>
+Array<std::remove_const_t<T>, E...> to_memory(const ArrayView<T, E...>& v, Memory m) {
+    Array<std::remove_const_t<T>, E...> out(v.shape(), uninitialized, m);
+    detail::copy_bytes(out.data(), m, v.data(), detail::memory_of(v.data()), v.size() * sizeof(T));
+    return out;
+}
+
 namespace detail {
 // `a` in memory m: itself when it is there, else a copy. For integer arrays made by host code
 // (a layer's row indices: its hashing, its range checks) that a backend's pass reads.
 template <class T, std::size_t... E>
 Array<T, E...> in_memory(Array<T, E...> a, Memory m) {
     if (a.memory() == m) return a;
-    Array<T, E...> out(a.shape(), uninitialized, m);
-    copy_bytes(out.data(), m, a.data(), a.memory(), a.size() * sizeof(T));
-    return out;
+    return to_memory(a, m);
 }
 }  // namespace detail
 
