@@ -88,12 +88,12 @@ from anchor_common import ALL_FIGURES, BOUND_FIGURES, BOUND_OF, make_log  # noqa
 # run; the table ends with the check's cost.
 # finite_check_b128: the check alone on one 128-row batch (median us), and its share of a
 # training step at batch 128 (train_epoch_b128 / 469 batches).
-# latency_b1_p99_loaded: latency_b1_p99 while a competing process spins on one core (the
-# table ends with it as a multiple of the quiet p99).
+# latency_b1_p99_loaded, latency_b1_p50_loaded: latency_b1_p99 and p50 while a competing
+# process spins on one core (the table ends with the p99 as a multiple of the quiet p99).
 # predict10k_b*_unfrozen: predict10k_b* on the plan without frozen weights (W packed at every
 # call; the predict figures run the serving path, plan.freeze_weights(): docs/lowering.md).
 TENON_ONLY_FIGURES = ["train_epoch_b128_nocheck", "predict10k_b128_nocheck", "finite_check_b128",
-                      "latency_b1_p99_loaded", "predict10k_b128_unfrozen", "predict10k_b1024_unfrozen"]
+                      "latency_b1_p99_loaded", "latency_b1_p50_loaded", "predict10k_b128_unfrozen", "predict10k_b1024_unfrozen"]
 # AnyModel's cost (issue 18; tenon_bench.cpp, time_any_model): a model called as itself
 # (anymodel_*_static), through an AnyModel holding a copy of it (anymodel_*) and built from the
 # same model written as a config (config_*: a DynChain of AnyModel steps), us per call: predict
@@ -543,8 +543,10 @@ def print_loaded_latency(medians, sys_names, out=sys.stdout):
     for s in sys_names:
         a, q = medians.get(("latency_b1_p99_loaded", s)), medians.get(("latency_b1_p99", s))
         if a and q and q["value"] > 0:
+            p50 = medians.get(("latency_b1_p50_loaded", s))
             lines.append(f"  {s}: {a['value']:.1f} us loaded vs {q['value']:.1f} us quiet = "
-                         f"{a['value'] / q['value']:.2f}x")
+                         f"{a['value'] / q['value']:.2f}x"
+                         + (f" (loaded p50 {p50['value']:.1f} us)" if p50 else ""))
     if lines:
         print("\nbatch-1 p99 with one core busy with another process (latency_b1_p99_loaded):", file=out)
         for line in lines:

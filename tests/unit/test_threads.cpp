@@ -6,8 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tenon/backend/cpu/threads.hpp"
 #include "tenon/tenon.hpp"
@@ -110,4 +115,44 @@ TEST_CASE("training is bitwise reproducible, on any number of threads", "[thread
     CHECK(a == b);
     CHECK(train(1, 5) == a);
     CHECK(train(3, 5) == a);
+}
+
+// A neighbour process keeping every core busy makes the pool back off (run jobs on the
+// caller alone for a while, workers asleep) and come back: whichever it does, every task
+// still runs exactly once and training keeps the bits of a quiet machine.
+TEST_CASE("with every core taken by another process, jobs and training are unchanged",
+          "[threads][determinism]") {
+    const auto quiet = train(2, 5);
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<pid_t> spinners;
+    for (unsigned c = 0; c < cores; ++c) {
+        const pid_t pid = fork();
+        if (pid == 0) {
+            volatile unsigned long spin = 0;
+            for (;;) spin = spin + 1;
+        }
+        REQUIRE(pid > 0);
+        spinners.push_back(pid);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    set_num_threads(2);
+    std::size_t wrong = 0;
+    for (int job = 0; job < 3000; ++job) {
+        const std::size_t n = 2 + static_cast<std::size_t>(job % 7);
+        std::vector<std::atomic<int>> hits(n);
+        cpu::parallel_for(n, [&](std::size_t i) {
+            volatile float x = 0;  // a few microseconds of work per task
+            for (int k = 0; k < 2000; ++k) x = x + 1.0f;
+            hits[i].fetch_add(1);
+        });
+        for (std::size_t i = 0; i < n; ++i) wrong += hits[i].load() != 1;
+    }
+    const auto loaded = train(2, 5);
+    for (pid_t pid : spinners) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+    }
+    set_num_threads(0);
+    CHECK(wrong == 0);
+    CHECK(loaded == quiet);
 }

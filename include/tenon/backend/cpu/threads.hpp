@@ -7,7 +7,10 @@
 // are bitwise identical for 1, 2 or 16 threads.
 //
 // Many threads may call into tenon at once (predict is const): one call at a time uses the
-// pool; a call that finds the pool busy runs on its own thread instead of waiting.
+// pool; a call that finds the pool busy runs on its own thread instead of waiting. When
+// another process holds a core (a worker lands on the caller's core, or loses its core in
+// the middle of a task) the pool runs jobs on the caller alone for a while: see
+// docs/performance.md, "A neighbour on the other core".
 #pragma once
 #include <cstddef>
 
