@@ -578,6 +578,22 @@ public:
     void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const override {
         for (std::size_t r = 0; r < rows; ++r) out[r] = fn::row_dot(A + r * n, B + r * n, n);
     }
+    void cauchy_similarity(const float* X1, const float* X2, const float* W, std::size_t rows, std::size_t n,
+                           float* diff, float* total, float* sim) const override {
+        for (std::size_t r = 0; r < rows; ++r)
+            sim[r] = fn::cauchy_row(X1 + r * n, X2 + r * n, W, n, diff ? diff + r * n : nullptr,
+                                    total ? total + r : nullptr);
+    }
+    void cauchy_similarity_backward(const float* d_sim, const float* diff, const float* total, const float* W,
+                                    std::size_t rows, std::size_t n, float* dX1, float* dX2,
+                                    float* dW) const override {
+        for (std::size_t r = 0; r < rows; ++r) {  // (dW_j gets its terms in row order, as the device's columns)
+            const float dt = fn::cauchy_d_total(d_sim[r], total[r]);
+            const float* d = diff + r * n;
+            fn::cauchy_backward_row(dt, d, W, n, dX1 + r * n, dX2 + r * n);
+            for (std::size_t j = 0; j < n; ++j) dW[j] += fn::cauchy_dW_term(dt, d[j]);
+        }
+    }
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override {
         if (!add && from_ld == w && to_ld == w) {

@@ -132,6 +132,11 @@ public:
     void scale_rows(const float* X, const float* a, std::size_t rows, std::size_t n, float* Y,
                     bool add) const override;
     void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const override;
+    void cauchy_similarity(const float* X1, const float* X2, const float* W, std::size_t rows, std::size_t n,
+                           float* diff, float* total, float* sim) const override;
+    void cauchy_similarity_backward(const float* d_sim, const float* diff, const float* total, const float* W,
+                                    std::size_t rows, std::size_t n, float* dX1, float* dX2,
+                                    float* dW) const override;
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override;
     void zero(float* x, std::size_t n) const override;

@@ -266,6 +266,27 @@ struct RowDots {
     const float* A; const float* B; size_t n; float* out;
     TENON_HD void operator()(size_t r) const { out[r] = fn::row_dot(A + r * n, B + r * n, n); }
 };
+struct Cauchy {
+    const float* X1; const float* X2; const float* W; size_t n; float* diff; float* total; float* sim;
+    TENON_HD void operator()(size_t r) const {
+        sim[r] = fn::cauchy_row(X1 + r * n, X2 + r * n, W, n, diff ? diff + r * n : nullptr, total ? total + r : nullptr);
+    }
+};
+struct CauchyBackwardRows {
+    const float* d_sim; const float* diff; const float* total; const float* W; size_t n; float* dX1; float* dX2;
+    TENON_HD void operator()(size_t r) const {
+        fn::cauchy_backward_row(fn::cauchy_d_total(d_sim[r], total[r]), diff + r * n, W, n, dX1 + r * n, dX2 + r * n);
+    }
+};
+// dW_j, one column per thread, its rows' terms in row order (the CPU's order: the same sums).
+struct CauchyDW {
+    const float* d_sim; const float* diff; const float* total; size_t rows, n; float* dW;
+    TENON_HD void operator()(size_t j) const {
+        float s = dW[j];
+        for (size_t r = 0; r < rows; ++r) s += fn::cauchy_dW_term(fn::cauchy_d_total(d_sim[r], total[r]), diff[r * n + j]);
+        dW[j] = s;
+    }
+};
 struct CopyRows {
     const float* from; size_t from_ld; float* to; size_t to_ld, w; bool add;
     TENON_HD void operator()(size_t i) const {
@@ -753,6 +774,17 @@ void DeviceOps::scale_rows(const float* X, const float* a, size_t rows, size_t n
 void DeviceOps::row_dots(const float* A, const float* B, size_t rows, size_t n, float* out) const {
     TENON_DEVICE_ENTRY;
     launch(rows, RowDots{A, B, n, out});
+}
+void DeviceOps::cauchy_similarity(const float* X1, const float* X2, const float* W, size_t rows, size_t n, float* diff,
+                                  float* total, float* sim) const {
+    TENON_DEVICE_ENTRY;
+    launch(rows, Cauchy{X1, X2, W, n, diff, total, sim});
+}
+void DeviceOps::cauchy_similarity_backward(const float* d_sim, const float* diff, const float* total, const float* W,
+                                           size_t rows, size_t n, float* dX1, float* dX2, float* dW) const {
+    TENON_DEVICE_ENTRY;
+    launch(rows, CauchyBackwardRows{d_sim, diff, total, W, n, dX1, dX2});
+    launch(n, CauchyDW{d_sim, diff, total, rows, n, dW});
 }
 void DeviceOps::copy_rows(const float* from, size_t from_ld, float* to, size_t to_ld, size_t rows, size_t w,
                           bool add) const {

@@ -29,7 +29,7 @@ enum Entry : std::size_t {
     e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows, e_maxout,
     e_maxout_backward, e_layernorm, e_layernorm_backward, e_gather, e_scatter, e_sparse_gather, e_sparse_scatter,
     e_segment, e_segment_backward, e_seq2col, e_seq2col_backward, e_softmax_seq, e_softmax_seq_backward, e_scale_rows,
-    e_row_dots, e_copy_rows, e_zero, e_lstm, e_lstm_backward, e_stage_forward, e_stage_backward, e_adam, e_sgd,
+    e_row_dots, e_cauchy, e_cauchy_backward, e_copy_rows, e_zero, e_lstm, e_lstm_backward, e_stage_forward, e_stage_backward, e_adam, e_sgd,
     e_sum_squares, e_count_nonfinite, e_elementwise, e_mask_columns, e_dropout_mask, e_axpy, e_count
 };
 
@@ -159,6 +159,17 @@ public:
         hit(e_row_dots);
         cpu.row_dots(A, B, rows, n, out);
     }
+    void cauchy_similarity(const float* X1, const float* X2, const float* W, std::size_t rows, std::size_t n,
+                           float* diff, float* total, float* sim) const override {
+        hit(e_cauchy);
+        cpu.cauchy_similarity(X1, X2, W, rows, n, diff, total, sim);
+    }
+    void cauchy_similarity_backward(const float* d_sim, const float* diff, const float* total, const float* W,
+                                    std::size_t rows, std::size_t n, float* dX1, float* dX2,
+                                    float* dW) const override {
+        hit(e_cauchy_backward);
+        cpu.cauchy_similarity_backward(d_sim, diff, total, W, rows, n, dX1, dX2, dW);
+    }
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override {
         hit(e_copy_rows);
@@ -277,6 +288,10 @@ public:
                                     float*) const override { no(); }
     void scale_rows(const float*, const float*, std::size_t, std::size_t, float*, bool) const override { no(); }
     void row_dots(const float*, const float*, std::size_t, std::size_t, float*) const override { no(); }
+    void cauchy_similarity(const float*, const float*, const float*, std::size_t, std::size_t, float*, float*,
+                           float*) const override { no(); }
+    void cauchy_similarity_backward(const float*, const float*, const float*, const float*, std::size_t, std::size_t,
+                                    float*, float*, float*) const override { no(); }
     void copy_rows(const float*, std::size_t, float*, std::size_t, std::size_t, std::size_t, bool) const override {
         no();
     }
@@ -642,6 +657,28 @@ TEST_CASE("backend: the CPU's sequence softmax and row scalars on known values",
     CHECK((d[0] == 10 && d[1] == -25));
 }
 
+TEST_CASE("backend: the CPU's Cauchy similarity on known values", "[backend]") {
+    const Ops& ops = cpu_ops();
+    // rows (1, 2) vs (0, 0) and (3, 3) vs (3, 3), W = (1, 2): totals 1 + 2 * 4 = 9 and 0
+    const float X1[4] = {1, 2, 3, 3}, X2[4] = {0, 0, 3, 3}, W[2] = {1, 2};
+    float diff[4], total[2], sim[2];
+    ops.cauchy_similarity(X1, X2, W, 2, 2, diff, total, sim);
+    CHECK((diff[0] == 1 && diff[1] == 2 && diff[2] == 0 && diff[3] == 0));
+    CHECK((total[0] == 9 && total[1] == 0));
+    CHECK((sim[0] == Approx(0.1f) && sim[1] == 1.0f));
+    float sim2[2];  // predict keeps nothing
+    ops.cauchy_similarity(X1, X2, W, 2, 2, nullptr, nullptr, sim2);
+    CHECK((sim2[0] == sim[0] && sim2[1] == sim[1]));
+    // d_sim = (1, 5): d_total = -1 / (1 + total)^2 = (-0.01, -5); dX1 = 2 W d_total diff,
+    // dX2 = -dX1; dW += d_total diff^2 (row 2's diff is 0: it adds nothing)
+    const float d_sim[2] = {1, 5};
+    float dX1[4], dX2[4], dW[2] = {10, 20};
+    ops.cauchy_similarity_backward(d_sim, diff, total, W, 2, 2, dX1, dX2, dW);
+    CHECK((dX1[0] == Approx(-0.02f) && dX1[1] == Approx(-0.08f) && dX1[2] == 0 && dX1[3] == 0));
+    CHECK((dX2[0] == -dX1[0] && dX2[1] == -dX1[1]));
+    CHECK((dW[0] == Approx(10 - 0.01f) && dW[1] == Approx(20 - 0.04f)));
+}
+
 // The run's backend entry by entry against the CPU's on random values (on the CPU's own run a
 // comparison with itself): every transposition of the product with padded leading dimensions
 // (the device backend's row-major -> column-major translation, and back in the host build's
@@ -701,6 +738,21 @@ TEST_CASE("backend: the run's backend's entries equal the CPU's", "[backend]") {
                                   Y2.data());
             CHECK(close(Y, Y2));
         }
+    }
+    SECTION("Cauchy similarity, forward and backward, many rows into one dW") {
+        const std::size_t rows = 9, n = 7;
+        const auto X1 = rnd(rows * n, 30), X2 = rnd(rows * n, 31), W = rnd(n, 32), d_sim = rnd(rows, 33);
+        std::vector<float> diff1(rows * n), diff2(rows * n), t1(rows), t2(rows), s1(rows), s2(rows);
+        ops.cauchy_similarity(X1.data(), X2.data(), W.data(), rows, n, diff1.data(), t1.data(), s1.data());
+        cpu.cauchy_similarity(X1.data(), X2.data(), W.data(), rows, n, diff2.data(), t2.data(), s2.data());
+        CHECK((close(diff1, diff2) && close(t1, t2) && close(s1, s2)));
+        std::vector<float> a1(rows * n), a2(rows * n), b1(rows * n), b2(rows * n);
+        auto dW1 = rnd(n, 34), dW2 = dW1;
+        ops.cauchy_similarity_backward(d_sim.data(), diff2.data(), t2.data(), W.data(), rows, n, a1.data(), b1.data(),
+                                       dW1.data());
+        cpu.cauchy_similarity_backward(d_sim.data(), diff2.data(), t2.data(), W.data(), rows, n, a2.data(), b2.data(),
+                                       dW2.data());
+        CHECK((close(a1, a2) && close(b1, b2) && close(dW1, dW2)));
     }
     SECTION("layer norm's backward in place, bias gradients") {
         const std::size_t rows = 6, n = 5;

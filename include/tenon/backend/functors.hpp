@@ -300,6 +300,37 @@ TENON_HD inline void segment_reduce_one_backward(Reduce r, const float* dy, std:
     }
 }
 
+// CauchySimilarity (Chen 2013; thinc/layers/cauchysimilarity.py), one row of width n:
+// diff = x1 - x2 (kept for the backward pass when not null), total = sum_j W_j diff_j^2 in j
+// order (kept when not null); returns the similarity 1 / (1 + total).
+TENON_HD inline float cauchy_row(const float* x1, const float* x2, const float* W, std::size_t n, float* diff,
+                                 float* total) {
+    float s = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) {
+        const float d = x1[j] - x2[j];
+        if (diff) diff[j] = d;
+        s += W[j] * d * d;
+    }
+    if (total) *total = s;
+    return 1.0f / (1.0f + s);
+}
+// The gradient of a row's total from its similarity's: d_sim * -1 / (1 + total)^2.
+TENON_HD inline float cauchy_d_total(float d_sim, float total) {
+    const float t1 = total + 1.0f;
+    return d_sim * (-1.0f / (t1 * t1));
+}
+// A row's input gradients: dx1 = 2 W d_total diff, dx2 = -dx1.
+TENON_HD inline void cauchy_backward_row(float d_total, const float* diff, const float* W, std::size_t n, float* dx1,
+                                         float* dx2) {
+    for (std::size_t j = 0; j < n; ++j) {
+        const float g = 2.0f * W[j] * d_total * diff[j];
+        dx1[j] = g;
+        dx2[j] = -g;
+    }
+}
+// One row's term of dW_j: d_total diff_j^2 (summed over the rows in row order).
+TENON_HD inline float cauchy_dW_term(float d_total, float d) { return d_total * d * d; }
+
 // Softmax over the rows of one sequence (len rows of width n), column by column, in place:
 // x[t, j] = exp(x[t, j] - max_t x[t, j]) / sum_t exp(...) (ParametricAttention's weights,
 // Thinc's ops.softmax_sequences). A sequence of no rows is nothing to do.

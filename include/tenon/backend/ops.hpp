@@ -166,6 +166,14 @@ public:
     virtual void scale_rows(const float* X, const float* a, std::size_t rows, std::size_t n, float* Y,
                             bool add) const = 0;
     virtual void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const = 0;
+    // --- CauchySimilarity over rows of width n (fn::cauchy_row, cauchy_backward_row): sim[r]
+    // for the rows of X1 and X2, keeping diff (rows x n) and total (rows) when not null; the
+    // backward writes dX1, dX2 from d_sim and adds to dW (n) the rows' terms in row order.
+    virtual void cauchy_similarity(const float* X1, const float* X2, const float* W, std::size_t rows, std::size_t n,
+                                   float* diff, float* total, float* sim) const = 0;
+    virtual void cauchy_similarity_backward(const float* d_sim, const float* diff, const float* total, const float* W,
+                                            std::size_t rows, std::size_t n, float* dX1, float* dX2,
+                                            float* dW) const = 0;
     // --- Moves within the backend's memory (a plan's concatenations and pads): rows x w
     // values from `from` (rows from_ld apart) to `to` (rows to_ld apart), or added to them.
     virtual void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,

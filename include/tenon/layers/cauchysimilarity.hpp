@@ -2,12 +2,14 @@
 // Chen (2013) per row (thinc/layers/cauchysimilarity.py), for siamese networks:
 //   total_i = sum_j W_j (X1_ij - X2_ij)^2,  sim_i = 1 / (1 + total_i)
 // W (nI) starts at 1. dims nI (static or dyn) and nO = 1. Run-time errors: tenon-E165.
+// The math is fn::cauchy_row & co. (backend/functors.hpp), run by the model's backend.
 #pragma once
 #include <cstddef>
 #include <string>
 #include <utility>
 
 #include "tenon/combinators/detail/data_ops.hpp"
+#include "tenon/backend/ops.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {
@@ -38,20 +40,10 @@ public:
                 throw ShapeError("cauchy_similarity: backprop: expected a gradient of shape (" + std::to_string(rows) +
                                      ") like the output, but found (" + std::to_string(d_sim.shape(0)) + ")",
                                  "tenon-E165");
-            const float* W = model->param(0).value.data();
-            float* dW = model->grad_data(0);
             In dX{Floats2d({rows, n}, uninitialized), Floats2d({rows, n}, uninitialized)};
-            for (std::size_t i = 0; i < rows; ++i) {
-                const float t1 = total[i] + 1.0f;
-                const float d_total = d_sim[i] * (-1.0f / (t1 * t1));
-                for (std::size_t j = 0; j < n; ++j) {
-                    const float d = diff(i, j);
-                    dW[j] += d_total * d * d;
-                    const float d_diff = 2.0f * W[j] * d_total * d;
-                    dX.first(i, j) = d_diff;
-                    dX.second(i, j) = -d_diff;
-                }
-            }
+            model->ops().cauchy_similarity_backward(d_sim.data(), diff.data(), total.data(),
+                                                    model->param(0).value.data(), rows, n, dX.first.data(),
+                                                    dX.second.data(), model->grad_data(0));
             return dX;
         }
     };
@@ -71,34 +63,23 @@ private:
         this->param(0).value.fill(1.0f);  // Thinc: W = 1 (in the parameter's memory)
         this->mark_initialized();
     }
-    // (diff, total) for X: total_i = sum_j W_j diff_ij^2.
-    std::pair<Floats2d, Floats1d> distances(const In& X) const {
+    // The similarities of X's rows (the backend's, fn::cauchy_row), keeping diff and total
+    // for the backward pass when asked.
+    Floats1d similarity(const In& X, Floats2d* diff, Floats1d* total) const {
         check_inputs(X);
         const std::size_t rows = X.first.shape(0), n = X.first.shape(1);
-        const float* W = this->param(0).value.data();
-        Floats2d diff({rows, n}, uninitialized);
-        Floats1d total({rows});
-        for (std::size_t i = 0; i < rows; ++i) {
-            float s = 0.0f;
-            for (std::size_t j = 0; j < n; ++j) {
-                const float d = X.first(i, j) - X.second(i, j);
-                diff(i, j) = d;
-                s += W[j] * d * d;
-            }
-            total[i] = s;
-        }
-        return {std::move(diff), std::move(total)};
-    }
-    static Floats1d inverse(const Floats1d& total) {
-        Floats1d sim({total.shape(0)}, uninitialized);
-        for (std::size_t i = 0; i < total.shape(0); ++i) sim[i] = 1.0f / (1.0f + total[i]);
+        if (diff) *diff = Floats2d({rows, n}, uninitialized);
+        if (total) *total = Floats1d({rows}, uninitialized);
+        Floats1d sim({rows}, uninitialized);
+        this->ops().cauchy_similarity(X.first.data(), X.second.data(), this->param(0).value.data(), rows, n,
+                                      diff ? diff->data() : nullptr, total ? total->data() : nullptr, sim.data());
         return sim;
     }
-    Floats1d predict_impl(const In& X) const { return inverse(distances(X).second); }
+    Floats1d predict_impl(const In& X) const { return similarity(X, nullptr, nullptr); }
     std::pair<Floats1d, Backprop> forward_impl(const In& X, bool) {
-        auto [diff, total] = distances(X);
-        Floats1d sim = inverse(total);
-        return {std::move(sim), Backprop{this, std::move(diff), std::move(total)}};
+        Backprop bp{this, {}, {}};
+        Floats1d sim = similarity(X, &bp.diff, &bp.total);
+        return {std::move(sim), std::move(bp)};
     }
 };
 

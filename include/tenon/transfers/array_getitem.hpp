@@ -393,11 +393,16 @@ public:
                                      detail::shape_str(dY.shape()),
                                  "tenon-E181");
             In dX(shape);
-            auto* d = dX.data();
-            const auto* g = dY.data();
-            plan.for_each([&](std::size_t i, std::size_t off) { d[off] += g[i]; });  // add.at: repeats add up
+            if constexpr (on_backend) {  // the backend's scatter-add, in output order as below
+                layer->ops().scatter_add_rows(dX.data(), 1, offsets.data(), offsets.size(), 1, dY.data(), nullptr);
+            } else {
+                auto* d = dX.data();
+                const auto* g = dY.data();
+                plan.for_each([&](std::size_t i, std::size_t off) { d[off] += g[i]; });  // add.at: repeats add up
+            }
             return dX;
         }
+        Array<std::uint32_t, dyn> offsets;  // (floats) each output value's offset in X, in the backend's memory
     };
 
 private:
@@ -408,25 +413,53 @@ private:
     detail::GetitemPlan plan(InView X) const {
         return detail::getitem_plan(this->name_, entries(), X.shape().data(), In::rank);
     }
-    Out gather(InView X, const detail::GetitemPlan& p) const {
+    // Float arrays are gathered and scatter-added by the model's backend (they may be device
+    // memory), one value per row; integer arrays are host memory (docs/cuda.md) and indexed here.
+    static constexpr bool on_backend = std::is_same_v<typename In::value_type, float>;
+
+    // Each output value's offset in X, in output order, where the backend reads it.
+    Array<std::uint32_t, dyn> offsets_of(InView X, const detail::GetitemPlan& p) const {
+        if (X.size() > 0xffffffffu)
+            throw ShapeError(this->name_ + ": the input has " + std::to_string(X.size()) +
+                                 " values; a float array indexed by this layer may have at most 2^32 - 1",
+                             "tenon-E180");
+        Array<std::uint32_t, dyn> off({p.size()}, uninitialized, Memory::host);
+        std::uint32_t* o = off.data();
+        p.for_each([&](std::size_t i, std::size_t at) { o[i] = static_cast<std::uint32_t>(at); });
+        return detail::in_memory(std::move(off), this->ops().memory());
+    }
+    Out gather(InView X, const detail::GetitemPlan& p, const Array<std::uint32_t, dyn>* offsets) const {
         std::array<std::size_t, Out::rank> shape{};
         for (std::size_t k = 0; k < Out::rank; ++k) shape[k] = p.offsets[k].size();
         Out Y(shape, uninitialized);
-        auto* y = Y.data();
-        const auto* x = X.data();
-        p.for_each([&](std::size_t i, std::size_t off) { y[i] = x[off]; });
+        if constexpr (on_backend) {
+            if (Y.size()) this->ops().gather_add_rows(X.data(), 1, offsets->data(), Y.size(), 1, Y.data());
+        } else {
+            auto* y = Y.data();
+            const auto* x = X.data();
+            p.for_each([&](std::size_t i, std::size_t off) { y[i] = x[off]; });
+        }
         return Y;
     }
 
     template <class XP, class YP>
     void init_impl(XP, YP) {}
-    Out predict_impl(InView X) const { return gather(X, plan(X)); }
+    Out predict_impl(InView X) const {
+        const detail::GetitemPlan p = plan(X);
+        if constexpr (on_backend) {
+            const Array<std::uint32_t, dyn> offsets = offsets_of(X, p);
+            return gather(X, p, &offsets);
+        } else {
+            return gather(X, p, nullptr);
+        }
+    }
     std::pair<Out, Backprop> forward_impl(InView X, bool) {
         Backprop bp;
         bp.layer = this;
         bp.plan = plan(X);
         bp.shape = X.shape();
-        Out Y = gather(X, bp.plan);
+        if constexpr (on_backend) bp.offsets = offsets_of(X, bp.plan);
+        Out Y = gather(X, bp.plan, &bp.offsets);
         bp.out_shape = Y.shape();
         return {std::move(Y), std::move(bp)};
     }
