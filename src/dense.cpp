@@ -56,7 +56,7 @@ void DenseCore::activate(const Node& layer, Activation act, bool softmax_rows, F
     const float* W = layer.param(0).value.data();
     const float* b = layer.param(1).value.data();
     // Bias and activation in the product's epilogue where the backend has one (Ops::gemm_bias_act).
-    if (!Z && !softmax_rows && ops.gemm_bias_act(act, rows, nO, X.shape(1), X.data(), W, b, Y)) return;
+    if (!Z && !softmax_rows && ops.gemm_bias_act(act, rows, nO, X.shape(1), X.data(), W, nullptr, b, Y)) return;
     affine_product(ops, X, W, nO, Y);
     ops.bias_activate(act, Y, b, rows, nO, Z);
     if (softmax_rows) ops.softmax_rows(Y, rows, nO, softmax_inv_temperature(layer));

@@ -103,15 +103,16 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
     return sp;
 }
 
-void product_forward(const Stage& s, const StageParams& sp, const Ctx& c) {
+bool product_forward(const Stage& s, const StageParams& sp, const Ctx& c) {
     const float* X = c.act(s.in);
     if (s.prim == Prim::dense && bias_act_epilogue(s, sp, c) &&
-        c.ops->gemm_bias_act(s.act, c.rows, s.nO, s.nI, X, sp.W, sp.b, c.act(s.out)))
-        return;
+        c.ops->gemm_bias_act(s.act, c.rows, s.nO, s.nI, X, sp.W, sp.Wp, sp.b, c.act(s.out)))
+        return true;
     const std::size_t n = s.prim == Prim::dense ? s.nO : s.nO * s.nP;
     float* out = s.prim == Prim::dense ? c.act(s.out) : c.buf(c.p->zs);
     if (sp.Wp) c.ops->gemm_prepacked(false, true, c.rows, n, s.nI, 1.0f, X, s.nI, sp.W, s.nI, sp.Wp, 0.0f, out, n);
     else c.ops->gemm(false, true, c.rows, n, s.nI, 1.0f, X, s.nI, sp.W, s.nI, 0.0f, out, n);
+    return false;
 }
 
 // --- Frozen weights (lower/plan.hpp; docs/lowering.md, "Frozen weights").

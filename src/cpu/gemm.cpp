@@ -35,13 +35,13 @@ using PackedSizeFn = std::size_t (*)(std::size_t, std::size_t);
 using PackFn = void (*)(bool, std::size_t, std::size_t, const float*, std::size_t, float*);
 using PrepackedFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
                              const float*, std::size_t, const float*, std::size_t, std::size_t, float, float*,
-                             std::size_t);
+                             std::size_t, const Epilogue*);
 #define TENON_DECLARE_PREPACKED(suffix)                                                                            \
     std::size_t sgemm_packed_size_##suffix(std::size_t, std::size_t);                                               \
     void sgemm_pack_b_##suffix(bool, std::size_t, std::size_t, const float*, std::size_t, float*);                \
     void sgemm_prepacked_##suffix(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*,          \
                                   std::size_t, const float*, std::size_t, const float*, std::size_t, std::size_t, \
-                                  float, float*, std::size_t);
+                                  float, float*, std::size_t, const Epilogue*);
 #if TENON_HAVE_X86_64_V3
 TENON_DECLARE_PREPACKED(avx2)
 #endif
@@ -106,27 +106,34 @@ struct Job {
     std::size_t ldc;
     bool by_rows;
     std::size_t step, parts;
-    PrepackedFn prepacked;  // with pb: op(B) prepacked (sgemm_prepacked)
+    PrepackedFn prepacked;  // with pb or epi: op(B) prepacked (sgemm_prepacked) and/or an epilogue
     const float* pb;
+    const Epilogue* epi = nullptr;
 };
 
 // Part `part` of a product: rows or columns [begin, end) of C, by the kernel (with the
 // prepacked op(B), whose columns it starts at `begin` when the split is by columns).
+// A kernel without an epilogue of its own (Eigen's) runs it over its whole part afterwards.
 void run_range(const Job& j, std::size_t begin, std::size_t end) {
+    const bool own = j.prepacked && (j.pb || j.epi);
     if (j.by_rows) {
         const float* a = j.ta ? j.a + begin : j.a + begin * j.lda;
-        if (j.pb)
-            j.prepacked(j.ta, j.tb, end - begin, j.n, j.k, j.alpha, a, j.lda, j.b, j.ldb, j.pb, j.n, 0, j.beta,
-                        j.c + begin * j.ldc, j.ldc);
+        float* c = j.c + begin * j.ldc;
+        if (own)
+            j.prepacked(j.ta, j.tb, end - begin, j.n, j.k, j.alpha, a, j.lda, j.b, j.ldb, j.pb, j.n, 0, j.beta, c,
+                        j.ldc, j.epi);
         else
-            j.fn(j.ta, j.tb, end - begin, j.n, j.k, j.alpha, a, j.lda, j.b, j.ldb, j.beta, j.c + begin * j.ldc, j.ldc);
+            j.fn(j.ta, j.tb, end - begin, j.n, j.k, j.alpha, a, j.lda, j.b, j.ldb, j.beta, c, j.ldc);
+        if (!own && j.epi) j.epi->fn(j.epi->ctx, c, j.ldc, end - begin, j.n, 0);
     } else {
         const float* b = j.tb ? j.b + begin * j.ldb : j.b + begin;
-        if (j.pb)
+        float* c = j.c + begin;
+        if (own)
             j.prepacked(j.ta, j.tb, j.m, end - begin, j.k, j.alpha, j.a, j.lda, b, j.ldb, j.pb, j.n, begin, j.beta,
-                        j.c + begin, j.ldc);
+                        c, j.ldc, j.epi);
         else
-            j.fn(j.ta, j.tb, j.m, end - begin, j.k, j.alpha, j.a, j.lda, b, j.ldb, j.beta, j.c + begin, j.ldc);
+            j.fn(j.ta, j.tb, j.m, end - begin, j.k, j.alpha, j.a, j.lda, b, j.ldb, j.beta, c, j.ldc);
+        if (!own && j.epi) j.epi->fn(j.epi->ctx, c, j.ldc, j.m, end - begin, begin);
     }
 }
 
@@ -194,6 +201,15 @@ void sgemm_prepacked(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t
     const Choice& ch = chosen();
     Job j{ch.fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true, 0, 0, ch.prepacked,
           ch.prepacked ? packed : nullptr};
+    run(j, ch.splits ? num_threads() : 1);
+}
+
+void sgemm_epilogue(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda,
+                    const float* b, std::size_t ldb, const float* packed, float* c, std::size_t ldc,
+                    const Epilogue& epi) {
+    const Choice& ch = chosen();
+    Job j{ch.fn, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, true, 0, 0, ch.prepacked,
+          ch.prepacked ? packed : nullptr, &epi};
     run(j, ch.splits ? num_threads() : 1);
 }
 

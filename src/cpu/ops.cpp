@@ -28,6 +28,7 @@ using namespace lowering;
 
 void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
     const std::size_t n = s.nO, rows = c.rows;
+    const bool bias_act_done = sp.bias_act_done;  // (the product's epilogue took them: gemm_bias_act)
     float* O = c.act(s.out);
     const float* in = s.prim == Prim::none ? c.act(s.in) : nullptr;
     const float* zs = s.prim == Prim::maxout ? c.buf(c.p->zs) : nullptr;
@@ -44,6 +45,10 @@ void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
         rstds[k] = c.train && op.rstd != npos ? c.buf(op.rstd) : nullptr;
         skips[k] = op.kind == OpKind::add ? c.act(op.skip) : nullptr;
     }
+    // Nothing left to do (a frozen MLP's hidden stage: its dropout is off in predict): no pass.
+    bool work = !bias_act_done || ysave || (s.prim == Prim::dense && s.softmax && sp.normalize);
+    for (std::size_t k = 0; k < nops && !work; ++k) work = c.train || s.ops[k].kind != OpKind::dropout;
+    if (!work) return;
     std::uint64_t keys[max_ops] = {};
     for (std::size_t k = 0; k < nops; ++k)
         if (s.ops[k].kind == OpKind::dropout && c.train && sp.op[k].on && !sp.op[k].all)
@@ -53,6 +58,7 @@ void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
             float* o = O + r * n;
             switch (s.prim) {
                 case Prim::dense:
+                    if (bias_act_done) break;
                     fn::with_activation(s.act, [&](auto f) {
                         fn::bias_activate_row(f, o, sp.b, n, zsave ? zsave + r * n : nullptr);
                     });
@@ -427,6 +433,26 @@ public:
                         std::size_t lda, const float* b, std::size_t ldb, const float* packed, float beta, float* c,
                         std::size_t ldc) const override {
         cpu::sgemm_prepacked(ta, tb, m, n, k, alpha, a, lda, b, ldb, packed, beta, c, ldc);
+    }
+
+    // The bias and activation on each tile of the product as the kernel finishes it (in L1),
+    // fn::bias_activate_row as the row pass: the same values as the product and then the pass.
+    bool gemm_bias_act(Activation act, std::size_t m, std::size_t n, std::size_t k, const float* X, const float* W,
+                       const float* Wp, const float* b, float* Y) const override {
+        struct Bias {
+            const float* b;
+        } ctx{b};
+        const cpu::Epilogue epi{fn::with_activation(act, [](auto f) {
+                                    return +[](const void* p, float* c, std::size_t ldc, std::size_t rows,
+                                               std::size_t cols, std::size_t j0) {
+                                        const float* bias = static_cast<const Bias*>(p)->b + j0;
+                                        for (std::size_t r = 0; r < rows; ++r)
+                                            fn::bias_activate_row(decltype(f){}, c + r * ldc, bias, cols, nullptr);
+                                    };
+                                }),
+                                &ctx};
+        cpu::sgemm_epilogue(false, true, m, n, k, X, k, W, k, Wp, Y, n, epi);
+        return true;
     }
 
     void bias_activate(Activation act, float* Y, const float* b, std::size_t rows, std::size_t n,

@@ -27,6 +27,8 @@
 #include <cstring>
 #include <vector>
 
+#include "tenon/backend/cpu/gemm.hpp"
+
 namespace tenon::cpu {
 namespace {
 
@@ -307,8 +309,10 @@ void small_m(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
 
 // The packed path (m > 4). pb: op(B) prepacked for the whole width (pb_n columns) and
 // this call's columns starting at its column pb_j0 (a multiple of NR), or null: pack here.
+// epi (or null): run on each tile after its last block of k (its columns from epi_j0 on).
 void blocked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta, float* c,
-             std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0) {
+             std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0, const Epilogue* epi,
+             std::size_t epi_j0) {
     if (beta != 0.0f && beta != 1.0f) scale_c(m, n, beta, c, ldc);
     static thread_local std::vector<float> abuf, bbuf;
     float* Ap = buffer(abuf, MC * KC);
@@ -319,6 +323,7 @@ void blocked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
         for (std::size_t pc = 0; pc < k; pc += KC) {
             const std::size_t kc = std::min(KC, k - pc);
             const bool accumulate = pc > 0 || beta != 0.0f;
+            const Epilogue* last = pc + kc >= k ? epi : nullptr;  // the tiles' sums end here
             const float* B = Bp;
             if (pb) B = pb + pc * pb_npad + (pb_j0 + jc) * kc;  // panel (pb_j0 + jc) / NR of the block
             else pack_b(o, pc, kc, jc, nc, Bp);
@@ -326,9 +331,12 @@ void blocked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
                 const std::size_t mc = std::min(MC, m - ic);
                 pack_a(o, ic, mc, pc, kc, Ap);
                 for (std::size_t jr = 0; jr < nc; jr += NR)
-                    for (std::size_t ir = 0; ir < mc; ir += MR)
-                        micro_kernel(kc, Ap + ir * kc, B + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc, alpha,
-                                     accumulate, std::min(MR, mc - ir), std::min(NR, nc - jr));
+                    for (std::size_t ir = 0; ir < mc; ir += MR) {
+                        float* tile = c + (ic + ir) * ldc + jc + jr;
+                        const std::size_t rows = std::min(MR, mc - ir), cols = std::min(NR, nc - jr);
+                        micro_kernel(kc, Ap + ir * kc, B + jr * kc, tile, ldc, alpha, accumulate, rows, cols);
+                        if (last) last->fn(last->ctx, tile, ldc, rows, cols, epi_j0 + jc + jr);
+                    }
             }
         }
     }
@@ -357,7 +365,7 @@ void TENON_SGEMM_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, st
                     std::size_t ldc) {
     const Operands o{trans_a, trans_b, a, lda, b, ldb};
     if (trivial(o, m, n, k, alpha, beta, c, ldc)) return;
-    blocked(o, m, n, k, alpha, beta, c, ldc, nullptr, 0, 0);
+    blocked(o, m, n, k, alpha, beta, c, ldc, nullptr, 0, 0, nullptr, 0);
 }
 
 std::size_t TENON_SGEMM_PACKED_SIZE_FN(std::size_t k, std::size_t n) { return k * ((n + NR - 1) / NR * NR); }
@@ -370,14 +378,21 @@ void TENON_SGEMM_PACK_FN(bool trans_b, std::size_t k, std::size_t n, const float
 }
 
 // As TENON_SGEMM_FN, with op(B) also prepacked (TENON_SGEMM_PACK_FN of all pb_n columns of
-// op(B), of which this call computes those from pb_j0 on; b points at the same columns).
+// op(B), of which this call computes those from pb_j0 on; b points at the same columns) or
+// not (pb null), and with an epilogue (or null) run on C's tiles as they are finished (its
+// columns numbered from pb_j0).
 void TENON_SGEMM_PREPACKED_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
                               const float* a, std::size_t lda, const float* b, std::size_t ldb, const float* pb,
-                              std::size_t pb_n, std::size_t pb_j0, float beta, float* c, std::size_t ldc) {
+                              std::size_t pb_n, std::size_t pb_j0, float beta, float* c, std::size_t ldc,
+                              const Epilogue* epi) {
     const Operands o{trans_a, trans_b, a, lda, b, ldb};
-    if (trivial(o, m, n, k, alpha, beta, c, ldc)) return;
-    if (pb_j0 % NR != 0 || pb_j0 + n > pb_n) pb = nullptr;  // (not a split this layout serves: pack here)
-    blocked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0);
+    if (trivial(o, m, n, k, alpha, beta, c, ldc)) {
+        if (epi && m && n) epi->fn(epi->ctx, c, ldc, m, n, pb_j0);  // (the small-m rows are in cache)
+        return;
+    }
+    const std::size_t j0 = pb_j0;
+    if (pb && (pb_j0 % NR != 0 || pb_j0 + n > pb_n)) pb = nullptr;  // (not a split this layout serves: pack here)
+    blocked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0, epi, j0);
 }
 
 }  // namespace tenon::cpu

@@ -87,8 +87,9 @@ public:
               std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) const override;
     // cuBLASLt's BIAS / RELU_BIAS epilogue (identity and relu; others: false).
     bool gemm_bias_act(Activation act, std::size_t m, std::size_t n, std::size_t k, const float* X, const float* W,
-                       const float* b, float* Y) const override;
-    // Whether gemm_bias_act takes this product (stage_forward_rows asks it again, to skip the bias and activation).
+                       const float* Wp, const float* b, float* Y) const override;
+    // Whether gemm_bias_act takes this product (the run then marks the stage's
+    // StageParams::bias_act_done, and stage_forward_rows skips the bias and activation).
     static bool takes_bias_act(Activation act, std::size_t m, std::size_t n, std::size_t k) noexcept {
         return (act == Activation::identity || act == Activation::relu) && m > 0 && n > 0 && k > 0;
     }

@@ -589,7 +589,7 @@ void DeviceOps::gemm(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha
 // A = W (column-major k x n, ld k; op T), B = X (column-major k x m, ld k; op N): cuBLASLt's bias has
 // one value per row of D, broadcast along its columns, added before the ReLU.
 bool DeviceOps::gemm_bias_act(Activation act, size_t m, size_t n, size_t k, const float* X, const float* W,
-                              const float* b, float* Y) const {
+                              const float* /*Wp: this backend does not prepack*/, const float* b, float* Y) const {
     TENON_DEVICE_ENTRY;
     if (!takes_bias_act(act, m, n, k) || !b) return false;
     struct Guard {

@@ -66,7 +66,7 @@ void DeviceOps::stage_forward_rows(const Stage& s, const StageParams& sp, const 
     TENON_DEVICE_ENTRY;
     RowPass p = common(s, sp, c);
     // The product took the bias and activation into its epilogue (product_forward, gemm_bias_act).
-    p.bias_done = bias_act_epilogue(s, sp, c) && takes_bias_act(s.act, c.rows, s.nO, s.nI);
+    p.bias_done = sp.bias_act_done;
     p.in = s.prim == Prim::none ? c.act(s.in) : nullptr;
     p.zs = s.prim == Prim::maxout ? c.buf(c.p->zs) : nullptr;
     p.ysave = c.train && s.ysave != npos ? c.buf(s.ysave) : nullptr;

@@ -12,6 +12,7 @@
 
 #include "oracle/case.hpp"
 #include "support/gradcheck_any.hpp"
+#include "support/host_floats.hpp"
 #include "tenon/tenon.hpp"
 
 using namespace tenon;
@@ -60,7 +61,7 @@ private:
         if constexpr (requires { like.size_at_t(); }) {
             const auto& d = like.data();
             Floats3d out({d.shape(0), d.shape(1), rows.shape(1)}, uninitialized);
-            std::copy(rows.begin(), rows.end(), out.begin());
+            detail::copy_bytes(out.data(), out.memory(), rows.data(), rows.memory(), rows.size() * sizeof(float));
             return like.with_data(std::move(out));
         } else if constexpr (requires { like.lengths(); }) {
             return like.with_data(rows);
@@ -95,24 +96,28 @@ public:
     CumSum() : Base("cumsum", {}, {}) { this->mark_initialized(); }
     struct Backprop {
         Padded operator()(const Padded& dY) const {  // dX[t] = dY[t] + ... + dY[len - 1]
-            Floats3d d(dY.data());
-            const std::size_t B = d.shape(1), N = d.shape(2);
+            const std::size_t B = dY.data().shape(1), N = dY.data().shape(2);
+            std::vector<float> d = testing::host_floats(dY.data().data(), dY.data().size());
             for (std::size_t b = 0; b < B; ++b)
                 for (std::size_t t = static_cast<std::size_t>(dY.lengths()[b]); t-- > 1;)
-                    for (std::size_t k = 0; k < N; ++k) d(t - 1, b, k) += d(t, b, k);
-            return dY.with_data(std::move(d));
+                    for (std::size_t k = 0; k < N; ++k) d[((t - 1) * B + b) * N + k] += d[(t * B + b) * N + k];
+            Floats3d out(dY.data().shape(), uninitialized);
+            testing::store_floats(out.data(), d);
+            return dY.with_data(std::move(out));
         }
     };
 
 private:
     void init_impl(const Padded*, const Padded*) {}
-    Padded predict_impl(const Padded& X) const {
-        Floats3d d(X.data());
-        const std::size_t B = d.shape(1), N = d.shape(2);
+    Padded predict_impl(const Padded& X) const {  // (on the host: support/host_floats.hpp)
+        const std::size_t B = X.data().shape(1), N = X.data().shape(2);
+        std::vector<float> d = testing::host_floats(X.data().data(), X.data().size());
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t t = 1; t < static_cast<std::size_t>(X.lengths()[b]); ++t)
-                for (std::size_t k = 0; k < N; ++k) d(t, b, k) += d(t - 1, b, k);
-        return X.with_data(std::move(d));
+                for (std::size_t k = 0; k < N; ++k) d[(t * B + b) * N + k] += d[((t - 1) * B + b) * N + k];
+        Floats3d out(X.data().shape(), uninitialized);
+        testing::store_floats(out.data(), d);
+        return X.with_data(std::move(out));
     }
     std::pair<Padded, Backprop> forward_impl(const Padded& X, bool) { return {predict_impl(X), Backprop{}}; }
 };

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "tenon/tenon.hpp"
+#include "support/host_floats.hpp"
 #include "unit/helpers.hpp"
 
 using namespace tenon;
@@ -33,13 +34,15 @@ enum Entry : std::size_t {
     e_sum_squares, e_count_nonfinite, e_elementwise, e_mask_columns, e_dropout_mask, e_axpy, e_count
 };
 
-// Forwards to cpu_ops() and counts each entry. Its memory is the run's (the CPU reaches the
-// device-host build's device memory), so the run's data is its input.
+// Forwards to the run's backend (current_ops() when made: the CPU's, or the device backend
+// under TENON_TEST_OPS) and counts each entry. Its memory is that backend's, so the run's data
+// is its input, and the entries that run a model's calls are that backend's own (a GPU's
+// cannot be the CPU's over device memory).
 class CountingOps final : public Ops {
 public:
     CountingOps() : Ops(current_ops().memory()) {}
     mutable std::array<std::atomic<std::size_t>, e_count> calls{};
-    const Ops& cpu = cpu_ops();
+    const Ops& inner = current_ops();
 
     std::size_t operator[](Entry e) const { return calls[e].load(); }
     void reset() {
@@ -51,189 +54,195 @@ public:
     void gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
               std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) const override {
         hit(e_gemm);
-        cpu.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        inner.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+    // (a product with its bias and activation: counted as a product)
+    bool gemm_bias_act(Activation act, std::size_t m, std::size_t n, std::size_t k, const float* X, const float* W,
+                       const float* Wp, const float* b, float* Y) const override {
+        hit(e_gemm);
+        return inner.gemm_bias_act(act, m, n, k, X, W, Wp, b, Y);
     }
     void bias_activate(Activation act, float* Y, const float* b, std::size_t rows, std::size_t n,
                        float* Z) const override {
         hit(e_bias_activate);
-        cpu.bias_activate(act, Y, b, rows, n, Z);
+        inner.bias_activate(act, Y, b, rows, n, Z);
     }
     void activate(Activation act, const float* X, float* Y, std::size_t n) const override {
         hit(e_activate);
-        cpu.activate(act, X, Y, n);
+        inner.activate(act, X, Y, n);
     }
     void activation_backward(Activation act, float* d, const float* Y, const float* Z, std::size_t rows,
                              std::size_t n) const override {
         hit(e_activation_backward);
-        cpu.activation_backward(act, d, Y, Z, rows, n);
+        inner.activation_backward(act, d, Y, Z, rows, n);
     }
     void softmax_rows(float* Y, std::size_t rows, std::size_t n, float inv_t) const override {
         hit(e_softmax);
-        cpu.softmax_rows(Y, rows, n, inv_t);
+        inner.softmax_rows(Y, rows, n, inv_t);
     }
     void scale(float* x, std::size_t n, float k) const override {
         hit(e_scale);
-        cpu.scale(x, n, k);
+        inner.scale(x, n, k);
     }
     void sum_rows_into(const float* d, std::size_t rows, std::size_t n, float* db) const override {
         hit(e_sum_rows);
-        cpu.sum_rows_into(d, rows, n, db);
+        inner.sum_rows_into(d, rows, n, db);
     }
     void maxout(const float* Z, const float* b, std::size_t rows, std::size_t nO, std::size_t nP, float* Y,
                 std::int32_t* which) const override {
         hit(e_maxout);
-        cpu.maxout(Z, b, rows, nO, nP, Y, which);
+        inner.maxout(Z, b, rows, nO, nP, Y, which);
     }
     void maxout_backward(const float* dY, const std::int32_t* which, std::size_t rows, std::size_t nO, std::size_t nP,
                          float* dZ) const override {
         hit(e_maxout_backward);
-        cpu.maxout_backward(dY, which, rows, nO, nP, dZ);
+        inner.maxout_backward(dY, which, rows, nO, nP, dZ);
     }
     void layernorm(const float* X, float* Y, std::size_t rows, std::size_t n, const float* G, const float* b,
                    float* Xhat, float* rstd) const override {
         hit(e_layernorm);
-        cpu.layernorm(X, Y, rows, n, G, b, Xhat, rstd);
+        inner.layernorm(X, Y, rows, n, G, b, Xhat, rstd);
     }
     void layernorm_backward(const float* dY, float* dX, const float* Xhat, const float* rstd, std::size_t rows,
                             std::size_t n, const float* G, float* dG, float* db) const override {
         hit(e_layernorm_backward);
-        cpu.layernorm_backward(dY, dX, Xhat, rstd, rows, n, G, dG, db);
+        inner.layernorm_backward(dY, dX, Xhat, rstd, rows, n, G, dG, db);
     }
     void gather_add_rows(const float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows,
                          std::size_t per, float* out) const override {
         hit(e_gather);
-        cpu.gather_add_rows(table, width, idx, rows, per, out);
+        inner.gather_add_rows(table, width, idx, rows, per, out);
     }
     void scatter_add_rows(float* table, std::size_t width, const std::uint32_t* idx, std::size_t rows, std::size_t per,
                           const float* d, const float* mask) const override {
         hit(e_scatter);
-        cpu.scatter_add_rows(table, width, idx, rows, per, d, mask);
+        inner.scatter_add_rows(table, width, idx, rows, per, d, mask);
     }
     void sparse_gather_add(const float* W, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
                            std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
                            float* Y) const override {
         hit(e_sparse_gather);
-        cpu.sparse_gather_add(W, nO, stride, idx, per, values, lengths, nseg, Y);
+        inner.sparse_gather_add(W, nO, stride, idx, per, values, lengths, nseg, Y);
     }
     void sparse_scatter_add(float* dW, std::size_t nO, std::size_t stride, const std::uint32_t* idx,
                             std::size_t per, const float* values, const std::int32_t* lengths, std::size_t nseg,
                             const float* dY, const float* W, float* dvalues) const override {
         hit(e_sparse_scatter);
-        cpu.sparse_scatter_add(dW, nO, stride, idx, per, values, lengths, nseg, dY, W, dvalues);
+        inner.sparse_scatter_add(dW, nO, stride, idx, per, values, lengths, nseg, dY, W, dvalues);
     }
     void segment_reduce(Reduce r, const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t n,
                         float* Y, std::int32_t* which) const override {
         hit(e_segment);
-        cpu.segment_reduce(r, X, lengths, nseg, n, Y, which);
+        inner.segment_reduce(r, X, lengths, nseg, n, Y, which);
     }
     void segment_reduce_backward(Reduce r, const float* dY, const std::int32_t* lengths, std::size_t nseg,
                                  std::size_t n, const std::int32_t* which, float* dX) const override {
         hit(e_segment_backward);
-        cpu.segment_reduce_backward(r, dY, lengths, nseg, n, which, dX);
+        inner.segment_reduce_backward(r, dY, lengths, nseg, n, which, dX);
     }
     void seq2col(const float* X, const std::int32_t* lengths, std::size_t nseg, std::size_t nW, std::size_t n,
                  float* out) const override {
         hit(e_seq2col);
-        cpu.seq2col(X, lengths, nseg, nW, n, out);
+        inner.seq2col(X, lengths, nseg, nW, n, out);
     }
     void backprop_seq2col(const float* dY, const std::int32_t* lengths, std::size_t nseg, std::size_t nW,
                           std::size_t n, float* dX) const override {
         hit(e_seq2col_backward);
-        cpu.backprop_seq2col(dY, lengths, nseg, nW, n, dX);
+        inner.backprop_seq2col(dY, lengths, nseg, nW, n, dX);
     }
     void softmax_sequences(float* x, const std::int32_t* lengths, std::size_t nseg, std::size_t n) const override {
         hit(e_softmax_seq);
-        cpu.softmax_sequences(x, lengths, nseg, n);
+        inner.softmax_sequences(x, lengths, nseg, n);
     }
     void backprop_softmax_sequences(const float* dY, const float* Y, const std::int32_t* lengths, std::size_t nseg,
                                     std::size_t n, float* dX) const override {
         hit(e_softmax_seq_backward);
-        cpu.backprop_softmax_sequences(dY, Y, lengths, nseg, n, dX);
+        inner.backprop_softmax_sequences(dY, Y, lengths, nseg, n, dX);
     }
     void scale_rows(const float* X, const float* a, std::size_t rows, std::size_t n, float* Y,
                     bool add) const override {
         hit(e_scale_rows);
-        cpu.scale_rows(X, a, rows, n, Y, add);
+        inner.scale_rows(X, a, rows, n, Y, add);
     }
     void row_dots(const float* A, const float* B, std::size_t rows, std::size_t n, float* out) const override {
         hit(e_row_dots);
-        cpu.row_dots(A, B, rows, n, out);
+        inner.row_dots(A, B, rows, n, out);
     }
     void cauchy_similarity(const float* X1, const float* X2, const float* W, std::size_t rows, std::size_t n,
                            float* diff, float* total, float* sim) const override {
         hit(e_cauchy);
-        cpu.cauchy_similarity(X1, X2, W, rows, n, diff, total, sim);
+        inner.cauchy_similarity(X1, X2, W, rows, n, diff, total, sim);
     }
     void cauchy_similarity_backward(const float* d_sim, const float* diff, const float* total, const float* W,
                                     std::size_t rows, std::size_t n, float* dX1, float* dX2,
                                     float* dW) const override {
         hit(e_cauchy_backward);
-        cpu.cauchy_similarity_backward(d_sim, diff, total, W, rows, n, dX1, dX2, dW);
+        inner.cauchy_similarity_backward(d_sim, diff, total, W, rows, n, dX1, dX2, dW);
     }
     void copy_rows(const float* from, std::size_t from_ld, float* to, std::size_t to_ld, std::size_t rows,
                    std::size_t w, bool add) const override {
         hit(e_copy_rows);
-        cpu.copy_rows(from, from_ld, to, to_ld, rows, w, add);
+        inner.copy_rows(from, from_ld, to, to_ld, rows, w, add);
     }
     void zero(float* x, std::size_t n) const override {
         hit(e_zero);
-        cpu.zero(x, n);
+        inner.zero(x, n);
     }
     void axpy(float alpha, const float* x, float* y, std::size_t n) const override {
         hit(e_axpy);
-        cpu.axpy(alpha, x, y, n);
+        inner.axpy(alpha, x, y, n);
     }
     void elementwise(Binary op, const float* a, const float* b, float* y, std::size_t n) const override {
         hit(e_elementwise);
-        cpu.elementwise(op, a, b, y, n);
+        inner.elementwise(op, a, b, y, n);
     }
     void mask_columns(const float* X, const float* mask, std::size_t rows, std::size_t n, float* Y) const override {
         hit(e_mask_columns);
-        cpu.mask_columns(X, mask, rows, n, Y);
+        inner.mask_columns(X, mask, rows, n, Y);
     }
     void dropout_mask_bits(std::uint64_t key, float* m, std::size_t n, std::uint64_t kt,
                            std::uint32_t kb) const override {
         hit(e_dropout_mask);
-        cpu.dropout_mask_bits(key, m, n, kt, kb);
+        inner.dropout_mask_bits(key, m, n, kt, kb);
     }
     void lstm_cell_forward(float* G, const float* Cprev, float* C, float* H, std::size_t ldh, std::size_t rows,
                            std::size_t nH) const override {
         hit(e_lstm);
-        cpu.lstm_cell_forward(G, Cprev, C, H, ldh, rows, nH);
+        inner.lstm_cell_forward(G, Cprev, C, H, ldh, rows, nH);
     }
     void lstm_cell_backward(const float* dH, std::size_t ldh, const float* dC, const float* G, const float* C,
                             const float* Cprev, float* dG, float* dCprev, std::size_t rows,
                             std::size_t nH) const override {
         hit(e_lstm_backward);
-        cpu.lstm_cell_backward(dH, ldh, dC, G, C, Cprev, dG, dCprev, rows, nH);
+        inner.lstm_cell_backward(dH, ldh, dC, G, C, Cprev, dG, dCprev, rows, nH);
     }
     void stage_forward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
                             const lowering::Ctx& c) const override {
         hit(e_stage_forward);
-        cpu.stage_forward_rows(s, sp, c);
+        inner.stage_forward_rows(s, sp, c);
     }
     void stage_backward_rows(const lowering::Stage& s, const lowering::StageParams& sp,
                              const lowering::Ctx& c) const override {
         hit(e_stage_backward);
-        cpu.stage_backward_rows(s, sp, c);
+        inner.stage_backward_rows(s, sp, c);
     }
     void adam(float* W, float* G, float* m1, float* m2, float* A, std::size_t n, float gscale, float b1, float b2,
               float lr_t, float eps, float decay_keep, float wd, bool zero_g) const override {
         hit(e_adam);
-        cpu.adam(W, G, m1, m2, A, n, gscale, b1, b2, lr_t, eps, decay_keep, wd, zero_g);
+        inner.adam(W, G, m1, m2, A, n, gscale, b1, b2, lr_t, eps, decay_keep, wd, zero_g);
     }
     void sgd(float* W, float* G, float* A, std::size_t n, float gscale, float lr, float decay_keep, float wd,
              bool zero_g) const override {
         hit(e_sgd);
-        cpu.sgd(W, G, A, n, gscale, lr, decay_keep, wd, zero_g);
+        inner.sgd(W, G, A, n, gscale, lr, decay_keep, wd, zero_g);
     }
     double sum_squares(const float* x, std::size_t n) const override {
         hit(e_sum_squares);
-        return cpu.sum_squares(x, n);
+        return inner.sum_squares(x, n);
     }
     std::size_t count_nonfinite(const float* x, std::size_t n) const override {
         hit(e_count_nonfinite);
-        return cpu.count_nonfinite(x, n);
+        return inner.count_nonfinite(x, n);
     }
 };
 
@@ -355,10 +364,15 @@ void against_cpu(M& a, const In& X, std::size_t nO, Eq eq) {
     }
     CHECK(eq(a.predict(X), b.predict(Xh)));
 }
-// The same bits on `ops` as on the CPU.
+// The same bits on `ops` as on the CPU where `ops` runs on the CPU (a CountingOps of the CPU
+// run); within 1e-5 where it runs on the run's device backend.
 template <class M, class In>
 void same_as_cpu(M& a, const Ops& ops, const In& X, std::size_t nO) {
     a.set_ops(ops);
+    if (&current_ops() != &cpu_ops()) {
+        against_cpu(a, X, nO, [](const auto& x, const auto& y) { return close(x, y); });
+        return;
+    }
     against_cpu(a, X, nO, [](const auto& x, const auto& y) {
         if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Floats2d>) return same(x, y);
         else return x == y;
@@ -691,16 +705,27 @@ TEST_CASE("backend: the run's backend's entries equal the CPU's", "[backend]") {
         const Floats2d a = random_array(1, n ? n : 1, seed);
         return std::vector<float>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n));
     };
+    // The run's backend reads and writes its own memory (a GPU's: it cannot read the host's
+    // vectors); its calls get copies there, `on(v)`, read back with `back(a)`. Lengths are read
+    // from the host by every backend.
+    auto on = [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        Array<T, dyn> a({v.size()}, uninitialized, ops.memory());
+        if (!v.empty()) detail::copy_bytes(a.data(), a.memory(), v.data(), Memory::host, v.size() * sizeof(T));
+        return a;
+    };
+    auto back = [](const Floats1d& a) { return testing::host_floats(a.data(), a.size()); };
     SECTION("gemm, every transposition, padded leading dimensions") {
         const std::size_t m = 7, n = 5, k = 6;
         for (int ta = 0; ta < 2; ++ta)
             for (int tb = 0; tb < 2; ++tb) {
                 const std::size_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 3, ldc = n + 1;
                 const auto A = rnd((ta ? k : m) * lda, 1), B = rnd((tb ? n : k) * ldb, 2);
-                auto C = rnd(m * ldc, 3), D = C;
-                ops.gemm(ta, tb, m, n, k, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, C.data(), ldc);
+                auto D = rnd(m * ldc, 3);
+                auto C = on(D);
+                ops.gemm(ta, tb, m, n, k, 0.5f, on(A).data(), lda, on(B).data(), ldb, 0.25f, C.data(), ldc);
                 cpu.gemm(ta, tb, m, n, k, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, D.data(), ldc);
-                CHECK(close(C, D));
+                CHECK(close(back(C), D));
             }
     }
     SECTION("scatter-adds with repeated rows") {
@@ -708,67 +733,83 @@ TEST_CASE("backend: the run's backend's entries equal the CPU's", "[backend]") {
         std::vector<std::uint32_t> idx(rows * per);
         for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>((i * 5) % 4);
         const auto d = rnd(rows * width, 4), mask = rnd(width, 5);
-        for (const float* m : {static_cast<const float*>(nullptr), mask.data()}) {
-            auto T = rnd(4 * width, 6), U = T;
-            ops.scatter_add_rows(T.data(), width, idx.data(), rows, per, d.data(), m);
-            cpu.scatter_add_rows(U.data(), width, idx.data(), rows, per, d.data(), m);
-            CHECK(close(T, U));
-            std::vector<float> g(rows * width), h(rows * width);
-            ops.gather_add_rows(T.data(), width, idx.data(), rows, per, g.data());
+        const auto idx_b = on(idx);
+        const auto d_b = on(d), mask_b = on(mask);
+        for (const bool masked : {false, true}) {
+            auto U = rnd(4 * width, 6);
+            auto T = on(U);
+            ops.scatter_add_rows(T.data(), width, idx_b.data(), rows, per, d_b.data(), masked ? mask_b.data() : nullptr);
+            cpu.scatter_add_rows(U.data(), width, idx.data(), rows, per, d.data(), masked ? mask.data() : nullptr);
+            CHECK(close(back(T), U));
+            Floats1d g({rows * width}, uninitialized, ops.memory());
+            std::vector<float> h(rows * width);
+            ops.gather_add_rows(T.data(), width, idx_b.data(), rows, per, g.data());
             cpu.gather_add_rows(U.data(), width, idx.data(), rows, per, h.data());
-            CHECK(close(g, h));
+            CHECK(close(back(g), h));
         }
         const std::size_t nO = 3, per2 = 2, nseg = 3;
         const std::vector<std::int32_t> lengths{2, 0, 3};
         std::vector<std::uint32_t> sidx(5 * per2);
         for (std::size_t i = 0; i < sidx.size(); ++i) sidx[i] = static_cast<std::uint32_t>((i * 3) % 5);
         const auto values = rnd(5, 7), dY = rnd(nseg * nO, 8), W = rnd(5 * nO + 3, 9);
+        const auto sidx_b = on(sidx);
+        const auto values_b = on(values), dY_b = on(dY), W_b = on(W);
         for (std::size_t stride : {std::size_t{1}, std::size_t{5}}) {
-            auto dW = rnd(5 * nO + 3, 10), dW2 = dW;
-            std::vector<float> dv(5), dv2(5);
-            ops.sparse_scatter_add(dW.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
-                                   dY.data(), W.data(), dv.data());
+            auto dW2 = rnd(5 * nO + 3, 10);
+            auto dW = on(dW2);
+            Floats1d dv({5}, ops.memory());
+            std::vector<float> dv2(5);
+            ops.sparse_scatter_add(dW.data(), nO, stride, sidx_b.data(), per2, values_b.data(), lengths.data(), nseg,
+                                   dY_b.data(), W_b.data(), dv.data());
             cpu.sparse_scatter_add(dW2.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
                                    dY.data(), W.data(), dv2.data());
-            CHECK(close(dW, dW2));
-            CHECK(close(dv, dv2));
-            auto Y = rnd(nseg * nO, 11), Y2 = Y;
-            ops.sparse_gather_add(dW.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg, Y.data());
+            CHECK(close(back(dW), dW2));
+            CHECK(close(back(dv), dv2));
+            auto Y2 = rnd(nseg * nO, 11);
+            auto Y = on(Y2);
+            ops.sparse_gather_add(dW.data(), nO, stride, sidx_b.data(), per2, values_b.data(), lengths.data(), nseg,
+                                  Y.data());
             cpu.sparse_gather_add(dW2.data(), nO, stride, sidx.data(), per2, values.data(), lengths.data(), nseg,
                                   Y2.data());
-            CHECK(close(Y, Y2));
+            CHECK(close(back(Y), Y2));
         }
     }
     SECTION("Cauchy similarity, forward and backward, many rows into one dW") {
         const std::size_t rows = 9, n = 7;
         const auto X1 = rnd(rows * n, 30), X2 = rnd(rows * n, 31), W = rnd(n, 32), d_sim = rnd(rows, 33);
-        std::vector<float> diff1(rows * n), diff2(rows * n), t1(rows), t2(rows), s1(rows), s2(rows);
-        ops.cauchy_similarity(X1.data(), X2.data(), W.data(), rows, n, diff1.data(), t1.data(), s1.data());
+        Floats1d diff1({rows * n}, ops.memory()), t1({rows}, ops.memory()), s1({rows}, ops.memory());
+        std::vector<float> diff2(rows * n), t2(rows), s2(rows);
+        const auto W_b = on(W);
+        ops.cauchy_similarity(on(X1).data(), on(X2).data(), W_b.data(), rows, n, diff1.data(), t1.data(), s1.data());
         cpu.cauchy_similarity(X1.data(), X2.data(), W.data(), rows, n, diff2.data(), t2.data(), s2.data());
-        CHECK((close(diff1, diff2) && close(t1, t2) && close(s1, s2)));
-        std::vector<float> a1(rows * n), a2(rows * n), b1(rows * n), b2(rows * n);
-        auto dW1 = rnd(n, 34), dW2 = dW1;
-        ops.cauchy_similarity_backward(d_sim.data(), diff2.data(), t2.data(), W.data(), rows, n, a1.data(), b1.data(),
-                                       dW1.data());
+        CHECK((close(back(diff1), diff2) && close(back(t1), t2) && close(back(s1), s2)));
+        Floats1d a1({rows * n}, ops.memory()), b1({rows * n}, ops.memory());
+        std::vector<float> a2(rows * n), b2(rows * n);
+        auto dW2 = rnd(n, 34);
+        auto dW1 = on(dW2);
+        ops.cauchy_similarity_backward(on(d_sim).data(), on(diff2).data(), on(t2).data(), W_b.data(), rows, n,
+                                       a1.data(), b1.data(), dW1.data());
         cpu.cauchy_similarity_backward(d_sim.data(), diff2.data(), t2.data(), W.data(), rows, n, a2.data(), b2.data(),
                                        dW2.data());
-        CHECK((close(a1, a2) && close(b1, b2) && close(dW1, dW2)));
+        CHECK((close(back(a1), a2) && close(back(b1), b2) && close(back(dW1), dW2)));
     }
     SECTION("layer norm's backward in place, bias gradients") {
         const std::size_t rows = 6, n = 5;
         const auto X = rnd(rows * n, 12), G = rnd(n, 13), b = rnd(n, 14), dY = rnd(rows * n, 15);
         std::vector<float> xh(rows * n), rs(rows), Y(rows * n);
         cpu.layernorm(X.data(), Y.data(), rows, n, G.data(), b.data(), xh.data(), rs.data());
-        auto d1 = dY, d2 = dY;
-        auto dG1 = rnd(n, 16), dG2 = dG1, db1 = rnd(n, 17), db2 = db1;
-        ops.layernorm_backward(d1.data(), d1.data(), xh.data(), rs.data(), rows, n, G.data(), dG1.data(), db1.data());
+        auto d2 = dY, dG2 = rnd(n, 16), db2 = rnd(n, 17);
+        auto d1 = on(d2), dG1 = on(dG2), db1 = on(db2);
+        ops.layernorm_backward(d1.data(), d1.data(), on(xh).data(), on(rs).data(), rows, n, on(G).data(), dG1.data(),
+                               db1.data());
         cpu.layernorm_backward(d2.data(), d2.data(), xh.data(), rs.data(), rows, n, G.data(), dG2.data(), db2.data());
-        CHECK(close(d1, d2));
-        CHECK(close(dG1, dG2));
-        CHECK(close(db1, db2));
-        ops.sum_rows_into(dY.data(), rows, n, db1.data());
+        CHECK(close(back(d1), d2));
+        CHECK(close(back(dG1), dG2));
+        CHECK(close(back(db1), db2));
+        const auto dY_b = on(dY);
+        ops.sum_rows_into(dY_b.data(), rows, n, db1.data());
         cpu.sum_rows_into(dY.data(), rows, n, db2.data());
-        CHECK(close(db1, db2));
-        CHECK(ops.sum_squares(dY.data(), dY.size()) == Approx(cpu.sum_squares(dY.data(), dY.size())).epsilon(1e-6));
+        CHECK(close(back(db1), db2));
+        CHECK(ops.sum_squares(dY_b.data(), dY.size()) == Approx(cpu.sum_squares(dY.data(), dY.size())).epsilon(1e-6));
     }
 }

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "support/host_floats.hpp"
 #include "tenon/tenon.hpp"
 
 using namespace tenon;
@@ -59,10 +60,14 @@ public:
     RowSum() : Base("rowsum", {}, {}) { mark_initialized(); }
     struct Backprop {
         std::size_t cols = 0;
-        Floats2d operator()(Floats1dCView dY) const {
-            Floats2d dX({dY.shape(0), cols});
-            for (std::size_t i = 0; i < dY.shape(0); ++i)
-                for (std::size_t j = 0; j < cols; ++j) dX(i, j) = dY[i];
+        Floats2d operator()(Floats1dCView dY) const {  // (on the host: support/host_floats.hpp)
+            const std::size_t rows = dY.shape(0);
+            const std::vector<float> d = testing::host_floats(dY.data(), rows);
+            std::vector<float> dx(rows * cols);
+            for (std::size_t i = 0; i < rows; ++i)
+                for (std::size_t j = 0; j < cols; ++j) dx[i * cols + j] = d[i];
+            Floats2d dX({rows, cols}, uninitialized);
+            testing::store_floats(dX.data(), dx);
             return dX;
         }
     };
@@ -70,12 +75,16 @@ public:
 private:
     void init_impl(const Floats2dCView*, const Floats1dCView*) {}
     Floats1d predict_impl(Floats2dCView X) const {
-        Floats1d y({X.shape(0)});
-        for (std::size_t i = 0; i < X.shape(0); ++i) {
+        const std::size_t rows = X.shape(0), cols = X.shape(1);
+        const std::vector<float> x = testing::host_floats(X.data(), rows * cols);
+        std::vector<float> sums(rows);
+        for (std::size_t i = 0; i < rows; ++i) {
             float s = 0.0f;
-            for (std::size_t j = 0; j < X.shape(1); ++j) s += X(i, j);
-            y[i] = s;
+            for (std::size_t j = 0; j < cols; ++j) s += x[i * cols + j];
+            sums[i] = s;
         }
+        Floats1d y({rows}, uninitialized);
+        testing::store_floats(y.data(), sums);
         return y;
     }
     std::pair<Floats1d, Backprop> forward_impl(Floats2dCView X, bool) { return {predict_impl(X), Backprop{X.shape(1)}}; }

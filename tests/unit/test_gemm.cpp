@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -146,5 +147,62 @@ TEST_CASE("sgemm_prepacked gives sgemm's bits on 1, 2 and 3 threads", "[gemm][th
                 CHECK(c == want);
             }
         }
+    set_num_threads(0);
+}
+
+TEST_CASE("sgemm_epilogue: sgemm's bits, then the epilogue once on every value", "[gemm][threads][epilogue]") {
+    // A dense layer's forward (C = X W^T, then act(C + b)) with the epilogue run on the tiles
+    // inside the product: the values of sgemm followed by one pass, prepacked W or not, batches
+    // of 1-4 rows (the small path), edge tiles, blocks of k past KC, splits by rows and columns.
+    const std::string target = cpu::gemm_target();
+    INFO("kernel " << target);
+    struct Seen {
+        std::vector<int> count;  // how often each value of C was given to the epilogue
+        std::vector<float> bias;
+        std::size_t ldc = 0;
+        const float* c0 = nullptr;
+        std::atomic<int> wrong_j0{0};  // (Catch's CHECK is not thread-safe)
+    };
+    const cpu::Epilogue epi{[](const void* ctx, float* c, std::size_t ldc, std::size_t rows, std::size_t cols,
+                               std::size_t j0) {
+                                auto& s = *static_cast<Seen*>(const_cast<void*>(ctx));
+                                const std::size_t at = static_cast<std::size_t>(c - s.c0);
+                                for (std::size_t r = 0; r < rows; ++r)
+                                    for (std::size_t j = 0; j < cols; ++j) {
+                                        ++s.count[at + r * s.ldc + j];  // (the blocks do not overlap)
+                                        if (at % s.ldc + j != j0 + j) s.wrong_j0.fetch_add(1);
+                                        c[r * ldc + j] = std::max(c[r * ldc + j] + s.bias[j0 + j], 0.0f);
+                                    }
+                            },
+                            nullptr};
+    const std::size_t sizes[][3] = {{128, 512, 784}, {1, 512, 784}, {4, 37, 300}, {5, 10, 512},
+                                    {13, 17, 257},   {130, 70, 600}, {7, 33, 1},   {29, 1000, 61}, {0, 5, 3}};
+    std::uint64_t seed = 500;
+    for (auto [m, n, k] : sizes) {
+        const Problem p = make(false, true, m, n, k, 1.0f, 0.0f, 0, seed++);
+        std::vector<float> bias(n);
+        Rng rng(seed++);
+        for (float& v : bias) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+        std::vector<float> packed(std::max<std::size_t>(cpu::sgemm_packed_size(k, n), 1));
+        cpu::sgemm_pack_b(true, k, n, p.b.data(), p.ldb, packed.data());
+        for (std::size_t threads : {1, 2, 3})
+            for (const bool prepacked : {false, true}) {
+                INFO("m " << m << " n " << n << " k " << k << " threads " << threads << " prepacked " << prepacked);
+                set_num_threads(threads);
+                std::vector<float> want = run(p);
+                for (std::size_t i = 0; i < m; ++i)
+                    for (std::size_t j = 0; j < n; ++j)
+                        want[i * n + j] = std::max(want[i * n + j] + bias[j], 0.0f);
+                std::vector<float> c(m * n, -3.0f);
+                Seen seen{std::vector<int>(m * n, 0), bias, n, c.data()};
+                cpu::Epilogue e = epi;
+                e.ctx = &seen;
+                cpu::sgemm_epilogue(false, true, m, n, k, p.a.data(), p.lda, p.b.data(), p.ldb,
+                                    prepacked ? packed.data() : nullptr, c.data(), n, e);
+                CHECK(c == want);
+                CHECK(std::all_of(seen.count.begin(), seen.count.end(), [](int x) { return x == 1; }));
+                CHECK(seen.wrong_j0.load() == 0);
+            }
+    }
     set_num_threads(0);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tenon/tenon.hpp"
+#include "support/host_floats.hpp"
 #include "unit/helpers.hpp"
 
 using namespace tenon;
@@ -517,24 +518,33 @@ public:
     struct Backprop {
         Faulty* layer = nullptr;
         Floats2d X;
-        Floats2d operator()(Floats2dCView dY) const {
+        // (on the host, its values copied there and back: support/host_floats.hpp)
+        Floats2d operator()(Floats2dCView dY_) const {
             const std::size_t rows = X.shape(0);
-            float* dW = layer->param(0).grad.data();
-            float* db = layer->param(1).grad.data();
-            const float* W = layer->param(0).value.data();
-            Floats2d dX({rows, 3});
+            float* dW_ = layer->param(0).grad.data();
+            float* db_ = layer->param(1).grad.data();
+            std::vector<float> dW = testing::host_floats(dW_, 6), db = testing::host_floats(db_, 2);
+            const std::vector<float> W = testing::host_floats(layer->param(0).value.data(), 6);
+            const std::vector<float> x = testing::host_floats(X.data(), rows * 3);
+            const std::vector<float> dY = testing::host_floats(dY_.data(), rows * 2);
+            std::vector<float> dx(rows * 3, 0.0f);
             for (std::size_t r = 0; r < rows; ++r)
                 for (std::size_t o = 0; o < 2; ++o) {
-                    if (B != Bug::skips_bias) db[o] += dY(r, o);
+                    const float d = dY[r * 2 + o];
+                    if (B != Bug::skips_bias) db[o] += d;
                     for (std::size_t i = 0; i < 3; ++i) {
                         if (B == Bug::overwrites_grad && r == 0)
-                            dW[o * 3 + i] = dY(r, o) * X(r, i);
+                            dW[o * 3 + i] = d * x[r * 3 + i];
                         else
-                            dW[o * 3 + i] += dY(r, o) * X(r, i);
-                        dX(r, i) += dY(r, o) * W[o * 3 + i] * (B == Bug::scaled_dX ? 1.1f : 1.0f);
+                            dW[o * 3 + i] += d * x[r * 3 + i];
+                        dx[r * 3 + i] += d * W[o * 3 + i] * (B == Bug::scaled_dX ? 1.1f : 1.0f);
                     }
                 }
-            if (B == Bug::nan_dX) dX[0] = std::nanf("");
+            if (B == Bug::nan_dX) dx[0] = std::nanf("");
+            testing::store_floats(dW_, dW);
+            testing::store_floats(db_, db);
+            Floats2d dX({rows, 3}, uninitialized);
+            testing::store_floats(dX.data(), dx);
             return dX;
         }
     };
@@ -545,14 +555,20 @@ private:
         this->allocate_param(1, {2});
         this->mark_initialized();
     }
-    Floats2d predict_impl(Floats2dCView X) const {
-        Floats2d Y({X.shape(0), 2});
-        for (std::size_t r = 0; r < X.shape(0); ++r)
+    Floats2d predict_impl(Floats2dCView X_) const {
+        const std::size_t rows = X_.shape(0);
+        const std::vector<float> W = testing::host_floats(this->param(0).value.data(), 6);
+        const std::vector<float> b = testing::host_floats(this->param(1).value.data(), 2);
+        const std::vector<float> x = testing::host_floats(X_.data(), rows * 3);
+        std::vector<float> y(rows * 2);
+        for (std::size_t r = 0; r < rows; ++r)
             for (std::size_t o = 0; o < 2; ++o) {
-                float s = this->param(1).value[o];
-                for (std::size_t i = 0; i < 3; ++i) s += this->param(0).value[o * 3 + i] * X(r, i);
-                Y(r, o) = s;
+                float s = b[o];
+                for (std::size_t i = 0; i < 3; ++i) s += W[o * 3 + i] * x[r * 3 + i];
+                y[r * 2 + o] = s;
             }
+        Floats2d Y({rows, 2}, uninitialized);
+        testing::store_floats(Y.data(), y);
         return Y;
     }
     std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool) {

@@ -56,14 +56,16 @@ public:
                       const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
                       std::size_t ldc) const = 0;
     // A dense layer's forward product with its bias and activation in the product's epilogue:
-    // Y (m x n) = act(X (m x k) W^T + b), W (n x k), b (n), all contiguous. A backend that has
-    // such an epilogue for `act` (cuBLASLt's BIAS and RELU_BIAS on a GPU) computes it and
-    // returns true; the default returns false and does nothing, and the plan then runs the
-    // product and its row pass. (The CPU backend's row pass follows each product while its
-    // rows are in cache, so it has none.) The plan asks only where the row pass would do no
-    // more than this (lowering::bias_act_epilogue).
+    // Y (m x n) = act(X (m x k) W^T + b), W (n x k), b (n), all contiguous; Wp: W prepacked by
+    // this backend's prepack (a frozen plan), or null. A backend that has such an epilogue for
+    // `act` computes it and returns true (the CPU's: fn::bias_activate_row on each tile of the
+    // product as it is finished, in L1; cuBLASLt's BIAS and RELU_BIAS on a GPU); the default
+    // returns false and does nothing, and the plan then runs the product and its row pass. The
+    // plan asks only where the row pass would do no more than this
+    // (lowering::bias_act_epilogue), and the backend's stage_forward_rows then skips them.
     virtual bool gemm_bias_act(Activation /*act*/, std::size_t /*m*/, std::size_t /*n*/, std::size_t /*k*/,
-                               const float* /*X*/, const float* /*W*/, const float* /*b*/, float* /*Y*/) const {
+                               const float* /*X*/, const float* /*W*/, const float* /*Wp*/, const float* /*b*/,
+                               float* /*Y*/) const {
         return false;
     }
     // Products with op(B) prepacked (a plan's frozen weights: docs/lowering.md, "Frozen

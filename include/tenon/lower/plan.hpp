@@ -287,6 +287,9 @@ struct StageParams {
     float dW_beta = 1.0f;  // 0 when dW is a lazy zero (Node::get_grad_for_overwrite): the product writes it
     float t = 1.0f, k = 1.0f;
     bool normalize = true;
+    // The product's epilogue took the stage's bias and activation (product_forward, set by the
+    // run before the row pass): the backend's stage_forward_rows skips them.
+    bool bias_act_done = false;
     OpParams op[max_ops];
 };
 
@@ -367,9 +370,10 @@ private:
 
 // Forward of a product stage: the matrix product into O (maxout: into its Z scratch). A dense
 // stage whose row pass starts with no more than its bias and activation asks the backend for
-// them in the product's epilogue (Ops::gemm_bias_act); a backend that takes them skips them in
-// its stage_forward_rows (the same test, below), which still runs what follows them.
-void product_forward(const Stage& s, const StageParams& sp, const Ctx& c);
+// them in the product's epilogue (Ops::gemm_bias_act); returns whether the backend took them
+// (the run keeps it in StageParams::bias_act_done, and the backend's stage_forward_rows then
+// skips them and runs what follows them).
+bool product_forward(const Stage& s, const StageParams& sp, const Ctx& c);
 // Whether a dense stage's bias and activation may go into the product's epilogue: no softmax
 // after them, a bias, and no pre-activation to keep for the backward pass.
 inline bool bias_act_epilogue(const Stage& s, const StageParams& sp, const Ctx& c) noexcept {

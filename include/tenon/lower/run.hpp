@@ -528,7 +528,7 @@ void Runner<In, Out>::run_forward(const PlanData& p, Ctx& c, std::size_t first, 
         if (c.frozen) c.frozen->apply(si, sp);  // (predict only: the copies, W packed)
         c.at(s.space);
         if (s.prim == Prim::dense || s.prim == Prim::maxout) {
-            product_forward(s, sp, c);
+            sp.bias_act_done = product_forward(s, sp, c);
         } else if (is_seq_prim(s.prim)) {
             seq_forward(s, c);
             if (s.ops.empty()) continue;
