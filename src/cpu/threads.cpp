@@ -227,25 +227,31 @@ private:
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::atomic<std::size_t> generation_{0};
     std::atomic<int> sleepers_{0};  // workers waiting on wake_
     std::atomic<std::size_t> ready_{0};  // new workers that have prepared their scratch
     std::atomic<bool> stop_{false};
+    // Written only by the caller holding busy_ (ordered by busy_'s acquire/release).
+    Clock::duration backoff_{0};
+    Clock::time_point solo_until_{};
+    // The hot atomics, one cache line per writer's pattern: a spinning worker polls the first
+    // (the caller writes it once a job), the caller writes the second while it sets a job up
+    // (the workers read it once a job), and the third is what a task's end writes and the
+    // caller polls. (Sharing lines here cost ~1 us per batch-1 predict: the caller's stores
+    // bounced the line that the worker's spin kept reading.)
+    alignas(64) std::atomic<std::size_t> generation_{0};
+    std::atomic<bool> solo_{false};  // backing off: workers sleep instead of spinning
     // The current job: written by the caller before it publishes the job in ticket_.
     // (Atomic because a late worker may read them while the next job is being written; the
     // values that matter are ordered by ticket_'s release/acquire.)
-    std::atomic<cpu::Task> task_{nullptr};
+    alignas(64) std::atomic<cpu::Task> task_{nullptr};
     std::atomic<void*> ctx_{nullptr};
     std::atomic<std::size_t> count_{0};
     std::atomic<std::uint64_t> ticket_{0};
     static constexpr std::uint64_t kClosed = 0xffffffffu;  // an index no job reaches
-    std::atomic<std::size_t> done_{0};
-    // Written only by the caller holding busy_ (ordered by busy_'s acquire/release).
-    Clock::duration backoff_{0};
-    std::atomic<bool> solo_{false};  // backing off: workers sleep instead of spinning
-    std::atomic<bool> crowded_{false};  // a worker found itself on the caller's core
     std::atomic<int> caller_cpu_{-1};
-    Clock::time_point solo_until_{};
+    alignas(64) std::atomic<std::size_t> done_{0};
+    std::atomic<bool> crowded_{false};  // a worker found itself on the caller's core
+    char pad_[64 - sizeof(std::atomic<std::size_t>) - sizeof(std::atomic<bool>)];
 };
 
 Pool& pool() {
