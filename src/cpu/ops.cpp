@@ -46,7 +46,7 @@ void stage_forward_rows(const Stage& s, const StageParams& sp, const Ctx& c) {
         skips[k] = op.kind == OpKind::add ? c.act(op.skip) : nullptr;
     }
     // Nothing left to do (a frozen MLP's hidden stage: its dropout is off in predict): no pass.
-    bool work = !bias_act_done || ysave || (s.prim == Prim::dense && s.softmax && sp.normalize);
+    bool work = !bias_act_done || ysave;  // (a softmax stage never has its bias in the product)
     for (std::size_t k = 0; k < nops && !work; ++k) work = c.train || s.ops[k].kind != OpKind::dropout;
     if (!work) return;
     std::uint64_t keys[max_ops] = {};

@@ -307,12 +307,12 @@ void small_m(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
     }
 }
 
-// The packed path (m > 4). pb: op(B) prepacked for the whole width (pb_n columns) and
-// this call's columns starting at its column pb_j0 (a multiple of NR), or null: pack here.
-// epi (or null): run on each tile after its last block of k (its columns from epi_j0 on).
+// The packed path (m > 4). This call computes the columns of the whole C (pb_n wide) from
+// pb_j0 on. pb: op(B) prepacked for the whole width (pb_j0 then a multiple of NR), or null:
+// pack here. epi (or null): run on each tile after its last block of k (its columns counted
+// in the whole C).
 void blocked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta, float* c,
-             std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0, const Epilogue* epi,
-             std::size_t epi_j0) {
+             std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0, const Epilogue* epi) {
     if (beta != 0.0f && beta != 1.0f) scale_c(m, n, beta, c, ldc);
     static thread_local std::vector<float> abuf, bbuf;
     float* Ap = buffer(abuf, MC * KC);
@@ -335,7 +335,7 @@ void blocked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
                         float* tile = c + (ic + ir) * ldc + jc + jr;
                         const std::size_t rows = std::min(MR, mc - ir), cols = std::min(NR, nc - jr);
                         micro_kernel(kc, Ap + ir * kc, B + jr * kc, tile, ldc, alpha, accumulate, rows, cols);
-                        if (last) last->fn(last->ctx, tile, ldc, rows, cols, epi_j0 + jc + jr);
+                        if (last) last->fn(last->ctx, tile, ldc, rows, cols, pb_j0 + jc + jr);
                     }
             }
         }
@@ -365,7 +365,7 @@ void TENON_SGEMM_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, st
                     std::size_t ldc) {
     const Operands o{trans_a, trans_b, a, lda, b, ldb};
     if (trivial(o, m, n, k, alpha, beta, c, ldc)) return;
-    blocked(o, m, n, k, alpha, beta, c, ldc, nullptr, 0, 0, nullptr, 0);
+    blocked(o, m, n, k, alpha, beta, c, ldc, nullptr, n, 0, nullptr);
 }
 
 std::size_t TENON_SGEMM_PACKED_SIZE_FN(std::size_t k, std::size_t n) { return k * ((n + NR - 1) / NR * NR); }
@@ -390,9 +390,8 @@ void TENON_SGEMM_PREPACKED_FN(bool trans_a, bool trans_b, std::size_t m, std::si
         if (epi && m && n) epi->fn(epi->ctx, c, ldc, m, n, pb_j0);  // (the small-m rows are in cache)
         return;
     }
-    const std::size_t j0 = pb_j0;
     if (pb && (pb_j0 % NR != 0 || pb_j0 + n > pb_n)) pb = nullptr;  // (not a split this layout serves: pack here)
-    blocked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0, epi, j0);
+    blocked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0, epi);
 }
 
 }  // namespace tenon::cpu

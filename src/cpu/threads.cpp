@@ -251,7 +251,7 @@ private:
     std::atomic<int> caller_cpu_{-1};
     alignas(64) std::atomic<std::size_t> done_{0};
     std::atomic<bool> crowded_{false};  // a worker found itself on the caller's core
-    char pad_[64 - sizeof(std::atomic<std::size_t>) - sizeof(std::atomic<bool>)];
+    // (the class's size is a multiple of 64: nothing else shares this line)
 };
 
 Pool& pool() {

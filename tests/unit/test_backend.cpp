@@ -710,9 +710,7 @@ TEST_CASE("backend: the run's backend's entries equal the CPU's", "[backend]") {
     // from the host by every backend.
     auto on = [&](const auto& v) {
         using T = typename std::decay_t<decltype(v)>::value_type;
-        Array<T, dyn> a({v.size()}, uninitialized, ops.memory());
-        if (!v.empty()) detail::copy_bytes(a.data(), a.memory(), v.data(), Memory::host, v.size() * sizeof(T));
-        return a;
+        return to_memory(ArrayView<const T, dyn>(v.data(), {v.size()}), ops.memory());
     };
     auto back = [](const Floats1d& a) { return testing::host_floats(a.data(), a.size()); };
     SECTION("gemm, every transposition, padded leading dimensions") {

@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "tenon/combinators/detail/data_ops.hpp"
 #include "tenon/backend/ops.hpp"
+#include "tenon/combinators/detail/data_ops.hpp"
 #include "tenon/model/layer.hpp"
 
 namespace tenon {

@@ -417,8 +417,10 @@ private:
     // memory), one value per row; integer arrays are host memory (docs/cuda.md) and indexed here.
     static constexpr bool on_backend = std::is_same_v<typename In::value_type, float>;
 
-    // Each output value's offset in X, in output order, where the backend reads it.
+    // Each output value's offset in X, in output order, where the backend reads it (floats;
+    // none for integer arrays, indexed by the plan on the host).
     Array<std::uint32_t, dyn> offsets_of(InView X, const detail::GetitemPlan& p) const {
+        if constexpr (!on_backend) return {};
         if (X.size() > 0xffffffffu)
             throw ShapeError(this->name_ + ": the input has " + std::to_string(X.size()) +
                                  " values; a float array indexed by this layer may have at most 2^32 - 1",
@@ -428,12 +430,12 @@ private:
         p.for_each([&](std::size_t i, std::size_t at) { o[i] = static_cast<std::uint32_t>(at); });
         return detail::in_memory(std::move(off), this->ops().memory());
     }
-    Out gather(InView X, const detail::GetitemPlan& p, const Array<std::uint32_t, dyn>* offsets) const {
+    Out gather(InView X, const detail::GetitemPlan& p, const Array<std::uint32_t, dyn>& offsets) const {
         std::array<std::size_t, Out::rank> shape{};
         for (std::size_t k = 0; k < Out::rank; ++k) shape[k] = p.offsets[k].size();
         Out Y(shape, uninitialized);
         if constexpr (on_backend) {
-            if (Y.size()) this->ops().gather_add_rows(X.data(), 1, offsets->data(), Y.size(), 1, Y.data());
+            if (Y.size()) this->ops().gather_add_rows(X.data(), 1, offsets.data(), Y.size(), 1, Y.data());
         } else {
             auto* y = Y.data();
             const auto* x = X.data();
@@ -446,20 +448,15 @@ private:
     void init_impl(XP, YP) {}
     Out predict_impl(InView X) const {
         const detail::GetitemPlan p = plan(X);
-        if constexpr (on_backend) {
-            const Array<std::uint32_t, dyn> offsets = offsets_of(X, p);
-            return gather(X, p, &offsets);
-        } else {
-            return gather(X, p, nullptr);
-        }
+        return gather(X, p, offsets_of(X, p));
     }
     std::pair<Out, Backprop> forward_impl(InView X, bool) {
         Backprop bp;
         bp.layer = this;
         bp.plan = plan(X);
         bp.shape = X.shape();
-        if constexpr (on_backend) bp.offsets = offsets_of(X, bp.plan);
-        Out Y = gather(X, bp.plan, &bp.offsets);
+        bp.offsets = offsets_of(X, bp.plan);
+        Out Y = gather(X, bp.plan, bp.offsets);
         bp.out_shape = Y.shape();
         return {std::move(Y), std::move(bp)};
     }
