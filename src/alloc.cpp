@@ -256,6 +256,31 @@ void throw_alloc_failed(std::size_t bytes, const std::string& shape) {
                 "tenon-E241");
 }
 
+void* allocate_array(const std::size_t* shape, std::size_t rank, std::size_t elem_size, bool zero, Memory where,
+                     std::size_t& block) {
+    const std::size_t bytes = checked_bytes(shape, rank, elem_size);
+    block = 0;
+    if (bytes == 0) return nullptr;
+    auto shape_text = [&] {
+        std::string s = "(";
+        for (std::size_t i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+        return s + ")";
+    };
+    void* p = nullptr;
+    if (where == Memory::host) {
+        try {
+            p = array_alloc(bytes, block);
+        } catch (const std::bad_alloc&) {
+            throw_alloc_failed(bytes, shape_text());
+        }
+        if (zero) std::memset(p, 0, bytes);
+    } else {
+        if (!(p = device_alloc(bytes, block))) throw_device_alloc_failed(bytes, shape_text().c_str());
+        if (zero) zero_bytes_device(p, bytes);
+    }
+    return p;
+}
+
 void* array_alloc(std::size_t bytes, std::size_t& capacity) {
     if (!cache_on()) {
         capacity = bytes;
@@ -286,6 +311,13 @@ void* block_alloc(std::size_t bytes) {
     if (!p) p = raw_alloc(sc.bytes);  // always at least the class's size: block_free knows it from `bytes`
     if (c) c->used(sc.bytes);
     return p;
+}
+
+void free_array_block(void* p, std::size_t capacity, Memory where) noexcept {
+    if (where == Memory::host)
+        array_free(p, capacity);
+    else
+        device_free(p, capacity);
 }
 
 void array_free(void* p, std::size_t capacity) noexcept {

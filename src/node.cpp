@@ -1,6 +1,7 @@
 // The by-name services of Node (Thinc's Model API), compiled once.
 #include "tenon/model/node.hpp"
 #include "tenon/init/init.hpp"
+#include "tenon/model/widths.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -578,3 +579,14 @@ void run_init(const Init& init, Node& node, std::string_view param) {
     });
 }
 }  // namespace tenon::detail
+
+namespace tenon::widths {
+bool declares(const Node& n, const char* dim) {
+    for (const auto& d : n.dim_names())
+        if (d == dim) return true;
+    return false;
+}
+void offer(Node& n, const char* dim, std::size_t v) {
+    if (v != dyn && !n.has_dim(dim) && declares(n, dim)) n.set_dim(dim, v);
+}
+}  // namespace tenon::widths

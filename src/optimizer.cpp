@@ -61,6 +61,11 @@ void validate(const OptimizerOptions& o) {
 }  // namespace
 
 Optimizer::Optimizer(OptimizerOptions o) : opts_(o) { validate(opts_); }
+Optimizer::~Optimizer() = default;
+Optimizer::Optimizer(const Optimizer&) = default;
+Optimizer::Optimizer(Optimizer&&) noexcept = default;
+Optimizer& Optimizer::operator=(const Optimizer&) = default;
+Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
 void Optimizer::set_learn_rate(double lr) {
     if (!std::isfinite(lr) || lr < 0.0) bad_option("learn_rate", lr, "it must be finite and >= 0");

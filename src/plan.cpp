@@ -18,6 +18,17 @@ namespace tenon::lowering {
 
 EngineSlot::~EngineSlot() = default;
 
+void refuse(const Node& layer, const char* why) {
+    throw Error("lower(): " + layer.name() + ": " + why, "tenon-E170");
+}
+
+PlanData::PlanData() = default;
+PlanData::~PlanData() = default;
+PlanData::PlanData(const PlanData&) = default;
+PlanData::PlanData(PlanData&&) noexcept = default;
+PlanData& PlanData::operator=(const PlanData&) = default;
+PlanData& PlanData::operator=(PlanData&&) noexcept = default;
+
 // A node's parameters and attributes by index (node.hpp makes this a friend): the plan finds
 // the indices once (finalize) and reads through them at every call, where a look-up by name
 // cost about a tenth of a batch-1 call.

@@ -4,6 +4,11 @@
 
 namespace tenon::lowering {
 
+CallState::CallState() = default;
+CallState::~CallState() = default;
+CallState::CallState(CallState&&) noexcept = default;
+CallState& CallState::operator=(CallState&&) noexcept = default;
+
 #define TENON_INSTANTIATE_RUNNER(I, O) template struct Runner<I, O>;
 TENON_PLAN_RUNNERS(TENON_INSTANTIATE_RUNNER)
 #undef TENON_INSTANTIATE_RUNNER

@@ -7,6 +7,13 @@
 
 namespace tenon::detail::xfer {
 
+PaddedLayout::PaddedLayout() = default;
+PaddedLayout::~PaddedLayout() = default;
+PaddedLayout::PaddedLayout(const PaddedLayout&) = default;
+PaddedLayout::PaddedLayout(PaddedLayout&&) noexcept = default;
+PaddedLayout& PaddedLayout::operator=(const PaddedLayout&) = default;
+PaddedLayout& PaddedLayout::operator=(PaddedLayout&&) noexcept = default;
+
 std::string ints_str(const Ints1d& v) {
     std::string s = "[";
     for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);

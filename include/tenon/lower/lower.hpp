@@ -141,9 +141,8 @@ struct chain_walk<Chain<Ls...>> {
     }
 };
 
-[[noreturn]] inline void refuse(const Node& layer, const char* why) {
-    throw Error("lower(): " + layer.name() + ": " + why, "tenon-E170");
-}
+// tenon-E170: lower() cannot place this layer, and why (src/plan.cpp).
+[[noreturn]] void refuse(const Node& layer, const char* why);
 
 // A layer the plan does not fuse: a "layer" stage that runs the layer's own predict /
 // forward (a model's first layer may take another type than Floats2d: the "head").

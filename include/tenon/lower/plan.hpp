@@ -141,6 +141,14 @@ struct Buffer {
 };
 
 struct PlanData {
+    // (Special members out of line, src/plan.cpp: compiled once, not in every model's file.)
+    PlanData();
+    ~PlanData();
+    PlanData(const PlanData&);
+    PlanData(PlanData&&) noexcept;
+    PlanData& operator=(const PlanData&);
+    PlanData& operator=(PlanData&&) noexcept;
+
     std::string model_name;
     std::vector<Stage> stages;
     std::vector<Boundary> bounds;

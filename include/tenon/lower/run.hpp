@@ -44,6 +44,12 @@ struct seq_type<BasicRagged<A>> {
 
 // What one training call keeps from its forward pass for its backprop.
 struct CallState {
+    // (Special members out of line, src/plan_run.cpp: compiled once, not in every model's file.)
+    CallState();
+    ~CallState();
+    CallState(CallState&&) noexcept;
+    CallState& operator=(CallState&&) noexcept;
+
     Floats1d ws;                      // the workspace of this call
     std::size_t rows = 0;
     const float* x0 = nullptr;        // the caller's X (Floats2d input), or x_own's

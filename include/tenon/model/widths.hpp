@@ -148,16 +148,10 @@ struct flow {
 inline std::size_t known(const Node& n, const char* dim) {
     return n.has_dim(dim) ? n.get_dim(dim) : dyn;
 }
-// Whether a node declares a dim (known or not).
-inline bool declares(const Node& n, const char* dim) {
-    for (const auto& d : n.dim_names())
-        if (d == dim) return true;
-    return false;
-}
+// Whether a node declares a dim (known or not). (src/node.cpp)
+bool declares(const Node& n, const char* dim);
 // Gives a node a dim it declares but does not know yet (a width its parent knows); a known
 // dim is left as it is (a contradiction is the node's own check to make, with its name).
-inline void offer(Node& n, const char* dim, std::size_t v) {
-    if (v != dyn && !n.has_dim(dim) && declares(n, dim)) n.set_dim(dim, v);
-}
+void offer(Node& n, const char* dim, std::size_t v);
 
 }  // namespace tenon::widths

@@ -48,6 +48,12 @@ class Optimizer {
 public:
     // Throws tenon-E251 (naming the option and its value) for options out of range.
     explicit Optimizer(OptimizerOptions o = {});
+    // (Out of line, src/optimizer.cpp: not compiled again in every training program.)
+    ~Optimizer();
+    Optimizer(const Optimizer&);
+    Optimizer(Optimizer&&) noexcept;
+    Optimizer& operator=(const Optimizer&);
+    Optimizer& operator=(Optimizer&&) noexcept;
 
     // One step for one parameter: clips the gradient, updates the weights and the moving
     // average, and zeroes the gradient (as Thinc's optimizer). A gradient with NaN or inf is

@@ -47,6 +47,8 @@ std::string shape_str(const std::array<std::size_t, R>& s) {
     for (std::size_t i = 0; i < R; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
     return out + ")";
 }
+extern template std::string shape_str<1>(const std::array<std::size_t, 1>&);  // (src/instances.cpp)
+extern template std::string shape_str<2>(const std::array<std::size_t, 2>&);
 
 // Checks a run-time shape against the static extents of a type; `dyn` matches anything.
 template <std::size_t... Ext>
@@ -156,10 +158,18 @@ namespace detail {
 // system has no memory (Array turns it into tenon-E241, with the shape).
 void* array_alloc(std::size_t bytes, std::size_t& capacity);
 void array_free(void* p, std::size_t capacity) noexcept;
+// array_free or device_free by the block's memory.
+void free_array_block(void* p, std::size_t capacity, Memory where) noexcept;
 // The bytes of an array of `rank` extents of `elem_size`-byte elements; tenon-E240 when the
 // product overflows or exceeds PTRDIFF_MAX (an allocation of that size cannot exist).
 std::size_t checked_bytes(const std::size_t* shape, std::size_t rank, std::size_t elem_size);
 [[noreturn]] void throw_alloc_failed(std::size_t bytes, const std::string& shape);  // tenon-E241
+// An array's buffer (Array::allocate; one body for every element type, src/alloc.cpp): its
+// bytes checked (tenon-E240), a block from the block cache (host) or the device allocator,
+// zeroed if asked; null for an empty shape. tenon-E241 when the system has no memory for it,
+// tenon-E341 when a device block cannot be had. Sets `block` to the block's size.
+void* allocate_array(const std::size_t* shape, std::size_t rank, std::size_t elem_size, bool zero, Memory where,
+                     std::size_t& block);
 // The block cache: on by default, off under AddressSanitizer; TENON_ARRAY_CACHE=0 or 1 in the
 // environment decides at the first allocation; set_array_cache changes it for the process.
 void set_array_cache(bool on) noexcept;
@@ -193,12 +203,8 @@ struct CacheAllocator {
 struct ArrayDelete {
     std::size_t capacity = 0;  // the block's size (array_alloc's or device_alloc's)
     Memory where = Memory::host;
-    void operator()(void* p) const noexcept {
-        if (where == Memory::host)
-            array_free(p, capacity);
-        else
-            device_free(p, capacity);
-    }
+    // (One call, src/alloc.cpp: every array destructor in a model's file inlines it.)
+    void operator()(void* p) const noexcept { free_array_block(p, capacity, where); }
 };
 }  // namespace detail
 
@@ -428,29 +434,10 @@ private:
     // A device block that cannot be had (the allocator's cap, the device's memory) is
     // tenon-E341 (the array is then unchanged too).
     void allocate(bool zero, Memory where = new_memory()) {
-        const std::size_t bytes = detail::checked_bytes(shape_.data(), rank, sizeof(T));
-        const std::size_t n = bytes / sizeof(T);
-        T* p = nullptr;
         std::size_t block = 0;
-        if (n) {
-            if (where == Memory::host) {
-                try {
-                    p = static_cast<T*>(detail::array_alloc(bytes, block));
-                } catch (const std::bad_alloc&) {
-                    detail::throw_alloc_failed(bytes, detail::shape_str(shape_));
-                }
-            } else if (!(p = static_cast<T*>(detail::device_alloc(bytes, block)))) {
-                detail::throw_device_alloc_failed(bytes, detail::shape_str(shape_).c_str());
-            }
-        }
+        T* p = static_cast<T*>(detail::allocate_array(shape_.data(), rank, sizeof(T), zero, where, block));
         data_ = std::unique_ptr<T[], detail::ArrayDelete>(p, detail::ArrayDelete{block, where});
         capacity_ = block / sizeof(T);  // a cached block may be larger than asked: resize may use it
-        if (zero && n) {
-            if (where == Memory::host)
-                std::memset(data_.get(), 0, bytes);
-            else
-                detail::zero_bytes_device(data_.get(), bytes);
-        }
     }
 
     std::unique_ptr<T[], detail::ArrayDelete> data_;

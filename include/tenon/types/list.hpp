@@ -49,6 +49,9 @@ std::size_t list_rows(const List<A>& xs, const char* who,
     if (inner && !xs.empty()) *inner = xs[0].shape();
     return rows;
 }
+// (Compiled once, in the library, for the common data types: src/instances.cpp.)
+extern template std::size_t list_rows<Floats2d>(const List<Floats2d>&, const char*, std::array<std::size_t, 2>*);
+extern template std::size_t list_rows<Ints2d>(const List<Ints2d>&, const char*, std::array<std::size_t, 2>*);
 }  // namespace detail
 
 }  // namespace tenon

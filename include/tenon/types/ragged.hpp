@@ -18,6 +18,12 @@
 
 namespace tenon {
 
+namespace detail {
+// A Ragged's lengths against its data (one body for every data type, src/instances.cpp):
+// tenon-E151 for a negative length, tenon-E152 when they do not sum to the data's rows.
+void check_ragged(const std::int32_t* lengths, std::size_t n, const std::size_t* data_shape, std::size_t rank);
+}  // namespace detail
+
 template <class Data>
 class BasicRagged {
     static_assert(requires { Data::rank; } && Data::rank >= 1,
@@ -74,19 +80,7 @@ private:
     friend class BasicRagged;
 
     void check() const {
-        std::int64_t sum = 0;
-        for (std::size_t i = 0; i < lengths_.size(); ++i) {
-            if (lengths_[i] < 0)
-                throw ShapeError("Ragged: length " + std::to_string(i) + " is " + std::to_string(lengths_[i]) +
-                                     "; lengths must be >= 0",
-                                 "tenon-E151");
-            sum += lengths_[i];
-        }
-        if (static_cast<std::size_t>(sum) != data_.shape(0))
-            throw ShapeError("Ragged: the lengths must sum to the data's rows: expected " +
-                                 std::to_string(data_.shape(0)) + " (rows of data " +
-                                 detail::shape_str(data_.shape()) + ") but the lengths sum to " + std::to_string(sum),
-                             "tenon-E152");
+        detail::check_ragged(lengths_.data(), lengths_.size(), data_.shape().data(), rank);
     }
     // Rows [start, start + n) as a view of the same rank.
     auto rows_view(std::size_t start, std::size_t n) const {

@@ -125,6 +125,11 @@ List<A> to_list(const BasicRagged<A>& r) {
     for (std::size_t i = 0; i < r.size(); ++i) out.emplace_back(r[i]);
     return out;
 }
+// (Compiled once, in the library, for the common data types: src/instances.cpp.)
+extern template BasicRagged<Floats2d> to_ragged<Floats2d>(const List<Floats2d>&);
+extern template BasicRagged<Ints2d> to_ragged<Ints2d>(const List<Ints2d>&);
+extern template List<Floats2d> to_list<Floats2d>(const BasicRagged<Floats2d>&);
+extern template List<Ints2d> to_list<Ints2d>(const BasicRagged<Ints2d>&);
 
 // List -> Padded (rank-2 arrays: a (length, width) array per sequence).
 template <class A>

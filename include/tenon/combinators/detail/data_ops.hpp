@@ -77,6 +77,7 @@ void append_shape(Layout& out, const S& shape) {
     out.push_back(shape.size());
     for (auto d : shape) out.push_back(d);
 }
+extern template void append_shape<std::array<std::size_t, 2>>(Layout&, const std::array<std::size_t, 2>&);
 template <class T>
 void append_layout(Layout& out, const T& x) {
     if constexpr (requires { x.shape(); }) {
@@ -123,12 +124,8 @@ std::string layout_str(const T& x) {
 }
 
 // A stored layout in words (for "expected ... but found ..."): an array's as its shape.
-inline std::string layout_vec_str(const Layout& v) {
-    std::string s;
-    const bool array = !v.empty() && v.size() == v[0] + 1;
-    for (std::size_t i = array ? 1 : 0; i < v.size(); ++i) s += (s.empty() ? "" : ", ") + std::to_string(v[i]);
-    return array ? "(" + s + ")" : "layout [" + s + "]";
-}
+// (src/instances.cpp)
+std::string layout_vec_str(const Layout& v);
 
 // A call's scratch list (pointers, widths): its buffer from the block cache.
 template <class T>
@@ -179,6 +176,8 @@ void add_into(T& acc, const T& x, std::string_view who, const char* id, std::str
         add_into(acc.second, x.second, who, id, what);
     }
 }
+// (Compiled once, in the library, for the common data types: src/instances.cpp.)
+extern template void add_into<Floats2d>(Floats2d&, const Floats2d&, std::string_view, const char*, std::string_view);
 
 // ---- widths -------------------------------------------------------------------------------
 // The width (last axis) of a value, or dyn where it has none to read (an empty list).
@@ -217,6 +216,8 @@ A slice_last(const V& x, std::size_t start, std::size_t w) {
     copy_float_rows(x.data() + start, total, out.data(), w, rows, w);
     return out;
 }
+extern template Floats2d slice_last<Floats2d, Floats2dCView>(const Floats2dCView&, std::size_t, std::size_t);
+extern template Floats2d slice_last<Floats2d, Floats2d>(const Floats2d&, std::size_t, std::size_t);
 
 // Concatenates values of one type along the last axis; `who`/`id` name the error when their
 // other extents (rows, lengths, list sizes) differ.
@@ -281,6 +282,8 @@ T concat_last(std::span<const T* const> xs, std::string_view who, const char* id
         return out;
     }
 }
+
+extern template Floats2d concat_last<Floats2d>(std::span<const Floats2d* const>, std::string_view, const char*);
 
 template <class T>
 T concat_last(std::initializer_list<const T*> xs, std::string_view who, const char* id) {

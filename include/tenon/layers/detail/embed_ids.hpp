@@ -26,6 +26,7 @@ struct embed_input {
 };
 }  // namespace check
 
+// (What does not depend on a layer's type is compiled once, in src/embed_ids.cpp.)
 namespace detail {
 
 template <class A>
@@ -59,6 +60,7 @@ IdColumn<V> id_column(const Node& layer, const V& X, std::size_t column) {
     }
     return {X, column};
 }
+extern template IdColumn<Ints2dCView> id_column<Ints2dCView>(const Node&, const Ints2dCView&, std::size_t);
 // A column other than 0 means nothing for one id per row.
 template <class In>
 void check_column(const std::string& layer, std::size_t column) {
@@ -67,31 +69,14 @@ void check_column(const std::string& layer, std::size_t column) {
                         " given for an input of one id per row (rank 1); use an Ints2d or Keys2d input",
                     "tenon-E194");
 }
-inline void check_dropout_rate(const std::string& layer, const std::optional<double>& rate) {
-    if (rate && !(*rate >= 0.0 && *rate <= 1.0))
-        throw Error(layer + ": the dropout rate must be in [0, 1], found " + std::to_string(*rate), "tenon-E195");
-}
+void check_dropout_rate(const std::string& layer, const std::optional<double>& rate);  // tenon-E195
 // Thinc's per-column mask (shape (nO,)) for training, or an empty array (no dropout): in the
 // layer's backend's memory, filled there (Ops::dropout_mask: the same bits on every backend;
 // the key is drawn here, on the host, in the layers' order).
-inline Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_train) {
-    if (!is_train || !layer.has_attr("dropout_rate")) return {};
-    const double r = layer.attr_as<double>("dropout_rate");
-    check_dropout_rate(layer.name(), r);
-    if (r <= 0.0) return {};
-    const Ops& ops = layer.ops();
-    Floats1d mask({nO}, uninitialized, ops.memory());
-    ops.dropout_mask(r < 1.0 ? dropout_key(global_rng()) : 0, mask.data(), nO, r);  // (rate 1: zeros, no draw)
-    return mask;
-}
+Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_train);
 // A table's rows are addressed by 32-bit indices (the backend's gathers and scatter-adds):
 // nV in [1, 2^32] (tenon-E195).
-inline void check_table_rows(const char* who, std::size_t nV) {
-    if (nV == 0) throw Error(std::string(who) + ": nV (the rows of the table) must be >= 1, found 0", "tenon-E195");
-    if (nV > (std::size_t{1} << 32))
-        throw Error(std::string(who) + ": nV (the rows of the table) must be at most 2^32, found " + std::to_string(nV),
-                    "tenon-E195");
-}
+void check_table_rows(const char* who, std::size_t nV);
 // What both tables' constructors check and set (HashEmbed sets its seed between the two):
 // nV in [1, 2^32] (tenon-E195), the dims, the column (E194) and the dropout rate (E195) ...
 template <class In>
@@ -109,14 +94,7 @@ inline void set_table_attrs(Node& layer, std::size_t column, const std::optional
     if (dropout) layer.set_attr("dropout_rate", *dropout);
 }
 // E191: a table's output gradient must have the output's shape (rows, nO).
-inline void check_table_grad(const char* who, bool has_layer, const Floats2dCView& dY, std::size_t rows,
-                             std::size_t nO) {
-    if (!has_layer || dY.shape(0) != rows || dY.shape(1) != nO)
-        throw ShapeError(std::string(who) + ": backprop: expected a gradient of shape (" + std::to_string(rows) +
-                             ", " + std::to_string(nO) + ") like the output, but found (" +
-                             std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
-                         "tenon-E191");
-}
+void check_table_grad(const char* who, bool has_layer, const Floats2dCView& dY, std::size_t rows, std::size_t nO);
 // Y (rows x mask.size(), in ops' memory) times the column mask, on the backend (nothing for an
 // empty mask).
 inline void apply_column_mask(const Ops& ops, float* Y, std::size_t rows, const Floats1d& mask) {

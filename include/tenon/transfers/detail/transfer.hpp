@@ -96,14 +96,31 @@ void check_list_lengths(const std::string& who, const Ints1d& expected, const Li
     if (found.size() != expected.size() || !std::equal(expected.begin(), expected.end(), found.begin()))
         throw_layout(who, "a list of arrays with rows", ints_str(expected), ints_str(found));
 }
+// (Compiled once, in the library, for the common data types: src/instances.cpp.)
+extern template Ints1d lengths_of<Floats2d>(const List<Floats2d>&);
+extern template Ints1d lengths_of<Ints2d>(const List<Ints2d>&);
+extern template void check_list_lengths<Floats2d>(const std::string&, const Ints1d&, const List<Floats2d>&);
 // A Padded layout (steps, size_at_t, lengths, indices), kept by a backprop to check and
 // rebuild gradients.
 struct PaddedLayout {
+    // (Special members out of line, src/transfer.cpp: not compiled in every model's file.)
+    PaddedLayout();
+    ~PaddedLayout();
+    PaddedLayout(const PaddedLayout&);
+    PaddedLayout(PaddedLayout&&) noexcept;
+    PaddedLayout& operator=(const PaddedLayout&);
+    PaddedLayout& operator=(PaddedLayout&&) noexcept;
+
     std::size_t steps = 0;
     Ints1d size_at_t, lengths, indices;
     template <class P>
     static PaddedLayout of(const P& p) {
-        return {p.steps(), p.size_at_t(), p.lengths(), p.indices()};
+        PaddedLayout l;
+        l.steps = p.steps();
+        l.size_at_t = p.size_at_t();
+        l.lengths = p.lengths();
+        l.indices = p.indices();
+        return l;
     }
     template <class P>
     void check(const std::string& who, const P& dY) const {
@@ -187,6 +204,8 @@ A flatten(const List<A>& xs, std::size_t pad, const char* who,
     if (nonempty) zeros();
     return out;
 }
+extern template Floats2d flatten<Floats2d>(const List<Floats2d>&, std::size_t, const char*, Floats2d::shape_type);
+extern template Ints2d flatten<Ints2d>(const List<Ints2d>&, std::size_t, const char*, Ints2d::shape_type);
 // The total rows that flatten() gives for these lengths and pad.
 inline std::size_t flat_rows(const Ints1d& lengths, std::size_t pad) {
     std::size_t rows = 0, nonempty = 0;
@@ -218,6 +237,7 @@ List<A> unflatten(const V& X, const Ints1d& lengths, std::size_t pad) {
     }
     return out;
 }
+extern template List<Floats2d> unflatten<Floats2d, Floats2d>(const Floats2d&, const Ints1d&, std::size_t);
 
 // A list as a Ragged, keeping `fallback`'s width when the list is empty.
 template <class A>
