@@ -163,9 +163,9 @@ private:
     }
 
     Out predict_impl(InView X) const {
-        Out Y = std::get<0>(this->children_).predict(X);
+        Out Y = std::get<0>(this->children_).predict_inner(X);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (detail::add_into(Y, std::get<I + 1>(this->children_).predict(X), "add", "tenon-E160"), ...);
+            (detail::add_into(Y, std::get<I + 1>(this->children_).predict_inner(X), "add", "tenon-E160"), ...);
         }(std::make_index_sequence<N - 1>{});
         return Y;
     }
@@ -174,7 +174,7 @@ private:
         Backprop bp;
         bp.model = this;
         // (No structured binding: clang 14 cannot capture one in the lambda below.)
-        auto first = std::get<0>(this->children_)(X, is_train);
+        auto first = std::get<0>(this->children_).update_inner(X, is_train);
         Out Y = std::move(first.first);
         std::get<0>(bp.bps) = std::move(first.second);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -185,7 +185,7 @@ private:
     }
     template <std::size_t I>
     void step(InView X, bool is_train, Out& Y, Backprop& bp) {
-        auto [y, b] = std::get<I>(this->children_)(X, is_train);
+        auto [y, b] = std::get<I>(this->children_).update_inner(X, is_train);
         std::get<I>(bp.bps) = std::move(b);
         detail::add_into(Y, y, "add", "tenon-E160");
     }

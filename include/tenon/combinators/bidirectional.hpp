@@ -148,13 +148,13 @@ private:
         return detail::concat_last<Padded>(both, this->name(), "tenon-E163");
     }
     Padded predict_impl(const Padded& X) const {
-        return join(l2r_.predict(X), r2l_.predict(detail::reverse_in_lengths(X)));
+        return join(l2r_.predict_inner(X), r2l_.predict_inner(detail::reverse_in_lengths(X)));
     }
     std::pair<Padded, Backprop> forward_impl(const Padded& X, bool is_train) {
         Backprop bp;
         bp.model = this;
-        auto [yl, bl] = l2r_(X, is_train);
-        auto [yr, br] = r2l_(detail::reverse_in_lengths(X), is_train);
+        auto [yl, bl] = l2r_.update_inner(X, is_train);
+        auto [yr, br] = r2l_.update_inner(detail::reverse_in_lengths(X), is_train);
         bp.bl = std::move(bl);
         bp.br = std::move(br);
         bp.wl = detail::width_of(yl);

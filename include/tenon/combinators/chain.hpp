@@ -202,15 +202,15 @@ struct chain_step {
     static void init(void* l, sample_ptr_t<View> X, sample_ptr_t<View> Y, std::size_t& width, Out* next) {
         L& layer = *static_cast<L*>(l);
         chain_init_layer(layer, X, Y, width);
-        if (X && next) *next = layer.predict(*X);
+        if (X && next) *next = layer.predict_inner(*X);
     }
     template <class L>
     static Out predict(const void* l, View X) {
-        return static_cast<const L*>(l)->predict(X);
+        return static_cast<const L*>(l)->predict_inner(X);
     }
     template <class L>
     static Out forward(void* l, View X, bool is_train, void* bp) {
-        auto [y, b] = (*static_cast<L*>(l))(X, is_train);
+        auto [y, b] = static_cast<L*>(l)->update_inner(X, is_train);
         *static_cast<typename L::Backprop*>(bp) = std::move(b);
         return std::move(y);
     }
@@ -431,6 +431,18 @@ public:
         }
     };
 
+    // The model the user calls runs through its plan (lower/engine.hpp) where it has one
+    // (Layer's predict / begin_update; false: its layers run); a chain inside another model runs
+    // its layers (the outer plan walks into it), and this code is not compiled for it.
+    bool plan_predict(InView X, Out& Y) const {
+        require_layers();
+        return lowering::engine_predict(*this, engine_, X, Y);
+    }
+    bool plan_forward(InView X, Out& Y, Backprop& bp) {
+        require_layers();
+        return lowering::engine_forward(*this, engine_, X, Y, bp.engine);
+    }
+
 private:
     // The children as Nodes, in order (a chain whose layers were moved out has none: E118).
     std::array<Node*, N> children() {
@@ -479,7 +491,7 @@ private:
             if constexpr (N > 1) {
                 using T = detail::chain_tables<Out, OutView, Ls...>;
                 std::optional<Out> cur;
-                if (X) cur = l0.predict(*X);
+                if (X) cur = l0.predict_inner(*X);
                 for (std::size_t i = 1; i < N; ++i) {
                     sample_ptr_t<OutView> y = i >= y_from ? Y : nullptr;
                     if (cur) {
@@ -522,7 +534,7 @@ private:
         if constexpr (I + 1 < N) {
             using Next = type_at_t<I + 1, Ls...>;
             if (X) {
-                auto out = l.predict(*X);
+                auto out = l.predict_inner(*X);
                 const typename Next::InView v = out;
                 init_from<I + 1>(&v, Y, width);
             } else {
@@ -531,16 +543,10 @@ private:
         }
     }
 
-    // The model the user called runs through its plan (lower/engine.hpp) where it has one;
-    // a chain inside another model runs its layers (the outer plan walks into it).
     Out predict_impl(InView X) const {
         require_layers();
-        if (detail::entry_depth == 1) {
-            Out Y;
-            if (lowering::engine_predict(*this, engine_, X, Y)) return Y;
-        }
         if constexpr (homogeneous) {
-            Out cur = get<0>(layers_).predict(X);
+            Out cur = get<0>(layers_).predict_inner(X);
             if constexpr (N > 1) {
                 using T = detail::chain_tables<Out, OutView, Ls...>;
                 for (std::size_t i = 1; i < N; ++i) cur = T::predict[i - 1](layers_.address(i), cur);
@@ -552,19 +558,15 @@ private:
     }
     template <std::size_t I, class XV>
     auto predict_from(const XV& x) const {
-        auto y = get<I>(layers_).predict(x);
+        auto y = get<I>(layers_).predict_inner(x);
         if constexpr (I + 1 == N) return y; else return predict_from<I + 1>(y);
     }
 
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
         require_layers();
         Backprop bp;
-        if (is_train && detail::entry_depth == 1) {
-            Out Y;
-            if (lowering::engine_forward(*this, engine_, X, Y, bp.engine)) return {std::move(Y), std::move(bp)};
-        }
         if constexpr (homogeneous) {
-            auto [y0, b0] = get<0>(layers_)(X, is_train);
+            auto [y0, b0] = get<0>(layers_).update_inner(X, is_train);
             get<0>(bp.bps) = std::move(b0);
             Out cur = std::move(y0);
             if constexpr (N > 1) {
@@ -580,7 +582,7 @@ private:
     }
     template <std::size_t I, class XV>
     auto forward_from(const XV& x, bool is_train, Backprop& bp) {
-        auto [y, b] = get<I>(layers_)(x, is_train);
+        auto [y, b] = get<I>(layers_).update_inner(x, is_train);
         get<I>(bp.bps) = std::move(b);
         if constexpr (I + 1 == N) return std::move(y); else return forward_from<I + 1>(y, is_train, bp);
     }

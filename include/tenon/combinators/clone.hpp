@@ -111,10 +111,10 @@ private:
             if (cur) {
                 const InView v = *cur;
                 copies_[i].initialize_from(&v, last ? Y : nullptr);
-                if (!last) cur = copies_[i].predict(v);
+                if (!last) cur = copies_[i].predict_inner(v);
             } else {
                 copies_[i].initialize_from(X, last ? Y : nullptr);
-                if (X && !last) cur = copies_[i].predict(*X);
+                if (X && !last) cur = copies_[i].predict_inner(*X);
             }
             if (c.has_dim("nO")) width = c.get_dim("nO");
             else if (!widths::width_preserving<L>) width = dyn;
@@ -130,19 +130,19 @@ private:
     }
     Out predict_impl(InView X) const {
         if (copies_.empty()) return Out(X);
-        Out cur = copies_[0].predict(X);
-        for (std::size_t i = 1; i < copies_.size(); ++i) cur = copies_[i].predict(cur);
+        Out cur = copies_[0].predict_inner(X);
+        for (std::size_t i = 1; i < copies_.size(); ++i) cur = copies_[i].predict_inner(cur);
         return cur;
     }
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
         if (copies_.empty()) return {Out(X), std::move(bp)};
         bp.bps.reserve(copies_.size());
-        auto [y0, b0] = copies_[0](X, is_train);
+        auto [y0, b0] = copies_[0].update_inner(X, is_train);
         bp.bps.push_back(std::move(b0));
         Out cur = std::move(y0);
         for (std::size_t i = 1; i < copies_.size(); ++i) {
-            auto [y, b] = copies_[i](cur, is_train);
+            auto [y, b] = copies_[i].update_inner(cur, is_train);
             bp.bps.push_back(std::move(b));
             cur = std::move(y);
         }

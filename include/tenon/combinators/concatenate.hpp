@@ -145,7 +145,7 @@ private:
     }
 
     Out predict_impl(InView X) const {
-        return std::apply([&](const auto&... c) { return join(std::array<Out, N>{c.predict(X)...}); },
+        return std::apply([&](const auto&... c) { return join(std::array<Out, N>{c.predict_inner(X)...}); },
                           this->children_);
     }
 
@@ -166,7 +166,7 @@ private:
     }
     template <std::size_t I>
     void step(InView X, bool is_train, Out& y, Backprop& bp) {
-        auto [yi, b] = std::get<I>(this->children_)(X, is_train);
+        auto [yi, b] = std::get<I>(this->children_).update_inner(X, is_train);
         std::get<I>(bp.bps) = std::move(b);
         y = std::move(yi);
     }

@@ -139,13 +139,13 @@ private:
     }
 
     Out predict_impl(InView X) const {
-        Out Y = layer_.predict(X);
+        Out Y = layer_.predict_inner(X);
         check_same(X, Y);
         add_input(Y, X);
         return Y;
     }
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
-        auto [Y, b] = layer_(X, is_train);
+        auto [Y, b] = layer_.update_inner(X, is_train);
         check_same(X, Y);
         add_input(Y, X);
         Backprop bp;

@@ -79,7 +79,7 @@ private:
             detail::offer_dim(layer_, "nI", detail::width_of(X->second));
             const typename L::InView x1 = X->first, x2 = X->second;
             layer_.initialize_from(&x1, nullptr);
-            const typename S::In vecs(layer_.predict(x1), layer_.predict(x2));
+            const typename S::In vecs(layer_.predict_inner(x1), layer_.predict_inner(x2));
             detail::offer_dim(similarity_, "nI", detail::width_of(vecs.first));
             similarity_.initialize_from(&vecs, Y);
         } else {
@@ -97,17 +97,17 @@ private:
     }
 
     Out predict_impl(InView X) const {
-        const typename S::In vecs(layer_.predict(X.first), layer_.predict(X.second));
-        return similarity_.predict(vecs);
+        const typename S::In vecs(layer_.predict_inner(X.first), layer_.predict_inner(X.second));
+        return similarity_.predict_inner(vecs);
     }
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
-        auto [v1, b1] = layer_(X.first, is_train);
-        auto [v2, b2] = layer_(X.second, is_train);
+        auto [v1, b1] = layer_.update_inner(X.first, is_train);
+        auto [v2, b2] = layer_.update_inner(X.second, is_train);
         bp.b1 = std::move(b1);
         bp.b2 = std::move(b2);
         const typename S::In vecs(std::move(v1), std::move(v2));
-        auto [out, bs] = similarity_(vecs, is_train);
+        auto [out, bs] = similarity_.update_inner(vecs, is_train);
         bp.bs = std::move(bs);
         return {std::move(out), std::move(bp)};
     }

@@ -171,19 +171,19 @@ private:
     }
 
     Floats2d predict_impl(InView X) const {
-        if (X.size() < 2) return layer_.predict(X);
+        if (X.size() < 2) return layer_.predict_inner(X);
         const Groups g = group(X);
-        return spread(layer_.predict(rows_of(X, g.first)), g, inv_for_backend(g));
+        return spread(layer_.predict_inner(rows_of(X, g.first)), g, inv_for_backend(g));
     }
     std::pair<Floats2d, Backprop> forward_impl(InView X, bool is_train) {
         Backprop bp;
         if (X.size() < 2) {
-            auto [Y, b] = layer_(X, is_train);
+            auto [Y, b] = layer_.update_inner(X, is_train);
             bp.inner = std::move(b);
             return {std::move(Y), std::move(bp)};
         }
         Groups g = group(X);
-        auto [Yu, b] = layer_(rows_of(X, g.first), is_train);
+        auto [Yu, b] = layer_.update_inner(rows_of(X, g.first), is_train);
         bp.inv_b = inv_for_backend(g);
         Floats2d Y = spread(Yu, g, bp.inv_b);
         bp.inner = std::move(b);

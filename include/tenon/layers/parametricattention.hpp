@@ -258,7 +258,7 @@ private:
         check_width(*this, X.data(), this->dim(0));
         Floats2d a, Y;
         if constexpr (has_key_transform) {
-            const Floats2d K = key_.predict(Floats2dCView(X.data()));
+            const Floats2d K = key_.predict_inner(Floats2dCView(X.data()));
             check_keys(K, X.rows(), this->dim(0));
             Y = attend(X, K.data(), a);
         } else {
@@ -271,7 +271,7 @@ private:
         Backprop bp;
         Floats2d Y;
         if constexpr (has_key_transform) {
-            auto [K, kb] = key_(Floats2dCView(X.data()), is_train);
+            auto [K, kb] = key_.update_inner(Floats2dCView(X.data()), is_train);
             check_keys(K, X.rows(), this->dim(0));
             Y = attend(X, K.data(), bp.a);
             bp.K = std::move(K);

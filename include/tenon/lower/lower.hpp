@@ -109,10 +109,10 @@ template <class L, class XV>
 struct layer_fns {
     using X = std::remove_reference_t<XV>;
     static void predict(const Node* l, const void* x, Floats2d& Y) {
-        Y = static_cast<const L*>(l)->predict(*static_cast<const X*>(x));
+        Y = static_cast<const L*>(l)->predict_inner(*static_cast<const X*>(x));
     }
     static void forward(Node* l, const void* x, void* bp, Floats2d& Y) {
-        auto [y, b] = (*static_cast<L*>(l))(*static_cast<const X*>(x), true);
+        auto [y, b] = static_cast<L*>(l)->update_inner(*static_cast<const X*>(x), true);
         Y = std::move(y);
         *static_cast<typename L::Backprop*>(bp) = std::move(b);
     }

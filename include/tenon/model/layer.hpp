@@ -110,6 +110,15 @@ concept static_width_differs = requires { M::static_nI; } && static_last_extent<
                                M::static_nI != dyn && static_last_extent<X> != M::static_nI;
 }  // namespace detail
 
+namespace detail {
+// A model type with a plan of its own (a chain): its plan_predict / plan_forward run it.
+template <class D>
+concept runs_plan = requires(D& d, const D& c, typename D::InView X, typename D::Out& Y, typename D::Backprop& bp) {
+    { c.plan_predict(X, Y) } -> std::same_as<bool>;
+    { d.plan_forward(X, Y, bp) } -> std::same_as<bool>;
+};
+}  // namespace detail
+
 template <class Derived, class InT, class OutT>
 class Layer : public Node {
 public:
@@ -166,28 +175,16 @@ public:
     // Inference: const, no dropout, allocates only its result.
     // The model called (not its layers) refuses an input with NaN or inf: tenon-E252
     // (tenon/model/finite.hpp; set_check_finite_inputs(false) turns the check off).
-    Out predict(InView X) const {
-        return entry([&]() -> Out {
-            require_initialized();
-            check_input_finite(X, "predict");
-            return self().predict_impl(X);
-        });
-    }
+    // The model the user calls runs through its plan where it has one (a chain: lower/engine.hpp).
+    Out predict(InView X) const { return predict_call<true>(X); }
     // (Y, backprop) for training; backprop(dY) returns dX and adds to the gradients.
-    auto begin_update(InView X) {
-        return entry([&] {
-            require_initialized();
-            check_input_finite(X, "begin_update");
-            return checked(self().forward_impl(X, true));
-        });
-    }
-    auto operator()(InView X, bool is_train) {
-        return entry([&] {
-            require_initialized();
-            check_input_finite(X, "begin_update");
-            return checked(self().forward_impl(X, is_train));
-        });
-    }
+    auto begin_update(InView X) { return update_call<true>(X, true); }
+    auto operator()(InView X, bool is_train) { return update_call<true>(X, is_train); }
+    // The same calls from a model on one inside it (combinators, wrappers, the plan's layer
+    // stages): a model inside another runs its layers, never a plan of its own (the outer plan
+    // walks into it), so a nested chain's plan code is not even compiled.
+    Out predict_inner(InView X) const { return predict_call<false>(X); }
+    auto update_inner(InView X, bool is_train) { return update_call<false>(X, is_train); }
     // The same calls with an array whose type fixes another width than the model's: E017.
     template <class X>
         requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
@@ -264,6 +261,33 @@ protected:
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 
 private:
+    template <bool Plan>
+    Out predict_call(InView X) const {
+        return entry([&]() -> Out {
+            require_initialized();
+            check_input_finite(X, "predict");
+            if constexpr (Plan && detail::runs_plan<Derived>) {
+                Out Y;
+                if (detail::entry_depth == 1 && self().plan_predict(X, Y)) return Y;
+            }
+            return self().predict_impl(X);
+        });
+    }
+    template <bool Plan>
+    auto update_call(InView X, bool is_train) {
+        return entry([&] {
+            require_initialized();
+            check_input_finite(X, "begin_update");
+            if constexpr (Plan && detail::runs_plan<Derived>) {
+                using R = std::pair<Out, typename Derived::Backprop>;
+                R r;
+                if (is_train && detail::entry_depth == 1 && self().plan_forward(X, r.first, r.second))
+                    return checked(std::move(r));
+            }
+            return checked(self().forward_impl(X, is_train));
+        });
+    }
+
     // Runs a public entry point. A tenon::Error from inside gets the path of the node that
     // threw, from the model the user called (detail::note_entry_error, only when throwing);
     // the normal path costs one thread_local increment and decrement.

@@ -95,11 +95,11 @@ private:
     }
     Out predict_impl(InView X) const {
         if (callbacks_.on_forward) callbacks_.on_forward(layer_, X, false);
-        return layer_.predict(X);
+        return layer_.predict_inner(X);
     }
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
         if (callbacks_.on_forward) callbacks_.on_forward(layer_, X, is_train);
-        auto [Y, b] = layer_(X, is_train);
+        auto [Y, b] = layer_.update_inner(X, is_train);
         return {std::move(Y), Backprop{std::move(b), callbacks_.on_backprop}};
     }
 

@@ -144,12 +144,12 @@ private:
         this->mark_initialized();
     }
     Out predict_impl(const In& X) const {
-        return pass<Out>(X, [&](const auto& x) { return layer_.predict(x); });
+        return pass<Out>(X, [&](const auto& x) { return layer_.predict_inner(x); });
     }
     std::pair<Out, Backprop> forward_impl(const In& X, bool is_train) {
         Backprop bp;
         Out Y = pass<Out>(X, [&](const auto& x) {
-            auto [y, b] = layer_(x, is_train);
+            auto [y, b] = layer_.update_inner(x, is_train);
             bp.bp = std::move(b);
             return std::move(y);
         });

@@ -128,9 +128,9 @@ private:
         sync_dims();
         this->mark_initialized();
     }
-    Floats3d predict_impl(Floats3dCView X) const { return to3d(layer_.predict(as2d(X)), X.shape(), *this); }
+    Floats3d predict_impl(Floats3dCView X) const { return to3d(layer_.predict_inner(as2d(X)), X.shape(), *this); }
     std::pair<Floats3d, Backprop> forward_impl(Floats3dCView X, bool is_train) {
-        auto [Y2, b] = layer_(as2d(X), is_train);
+        auto [Y2, b] = layer_.update_inner(as2d(X), is_train);
         Backprop bp{this, std::move(b), X.shape(), {}};
         Floats3d Y = to3d(Y2, X.shape(), *this);
         bp.y_shape = Y.shape();

@@ -312,9 +312,9 @@ protected:
     template <class Self, class V, class BP>
     static typename L::Out call(Self& self, const V& v, bool is_train, BP* bp) {
         if constexpr (std::is_const_v<Self>) {
-            return self.layer_.predict(v);
+            return self.layer_.predict_inner(v);
         } else {
-            auto [y, b] = self.layer_(v, is_train);
+            auto [y, b] = self.layer_.update_inner(v, is_train);
             bp->inner = std::move(b);
             return std::move(y);
         }
