@@ -13,6 +13,7 @@
 #include "device_stage.inl"
 #include "tenon/backend/device.hpp"
 #include "tenon/error.hpp"
+#include "tenon/types/device_memory.hpp"
 #include "upload.inl"
 
 namespace tenon::device_cuda {
@@ -61,6 +62,9 @@ const Ops& cuda_ops() noexcept {
     static const bool registered = [] {
         try {
             detail::set_device_memory_provider(device_cuda::cuda_memory());
+            // Managed memory (the tests' GPU run): the call scopes of the strict mode mark where
+            // host code reads results, and there the device is waited for.
+            if (device_cuda::cuda_managed_memory()) detail::enable_strict_device_host(device_cuda::cuda_managed_access);
         } catch (...) {
             return false;  // another device backend's memory is in use (tenon-E343 at its arrays)
         }

@@ -7,12 +7,19 @@
 //   raised to "keep everything" (the caching allocator above decides what to give back);
 // - free: cudaFreeAsync; - trim (release_device_memory): cudaMemPoolTrimTo(pool, 0); - copy: cudaMemcpyAsync, then cudaStreamSynchronize, so that a copy is
 //   complete when it returns (to_host's result is readable at once); - zero: cudaMemsetAsync.
+// With TENON_CUDA_MANAGED=1 in the environment (read at the first allocation; the GPU run of
+// the test suite, make test-gpu, sets it): blocks are managed memory (cudaMallocManaged,
+// cudaFree), which host code may read and write too, since the tests' own code fills and reads
+// device arrays on the host (their inputs, their comparisons). The backend's calls are the
+// same; only where the pages live moves. Not for serving: each host touch migrates pages.
 #define TENON_DEVICE_NS device_cuda
 #define TENON_DEVICE_CUDA 1
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "device_ops.hpp"
@@ -25,7 +32,23 @@ namespace {
     throw Error(std::string("device memory: ") + what + " failed: " + cudaGetErrorString(e), "tenon-E341");
 }
 
+bool managed() noexcept {
+    static const bool on = [] {
+        const char* v = std::getenv("TENON_CUDA_MANAGED");
+        return v && *v && std::strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+
 void* cuda_alloc(std::size_t bytes) noexcept {
+    void* p = nullptr;
+    if (managed()) {
+        if (cudaMallocManaged(&p, bytes) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return nullptr;
+        }
+        return p;
+    }
     static const bool pool_ready = [] {
         int dev = 0;
         cudaMemPool_t pool{};
@@ -35,7 +58,6 @@ void* cuda_alloc(std::size_t bytes) noexcept {
         return true;
     }();
     (void)pool_ready;
-    void* p = nullptr;
     if (cudaMallocAsync(&p, bytes, cudaStream_t{0}) != cudaSuccess) {
         (void)cudaGetLastError();  // clear the sticky-free error of a failed allocation
         return nullptr;
@@ -43,11 +65,15 @@ void* cuda_alloc(std::size_t bytes) noexcept {
     return p;
 }
 void cuda_free(void* p) noexcept {
-    cudaFreeAsync(p, cudaStream_t{0});
+    if (managed())
+        cudaFree(p);  // (waits for the device's work on it)
+    else
+        cudaFreeAsync(p, cudaStream_t{0});
 }
 void cuda_copy(void* dst, const void* src, std::size_t n, bool to_device, bool from_device) {
-    const cudaMemcpyKind kind = to_device ? (from_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-                                          : (from_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+    const cudaMemcpyKind kind = managed() ? cudaMemcpyDefault  // (the driver tells where managed pages are)
+                                : to_device ? (from_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                                            : (from_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
     if (cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, cudaStream_t{0}); e != cudaSuccess)
         cuda_failed("cudaMemcpyAsync", e);
     if (cudaError_t e = cudaStreamSynchronize(cudaStream_t{0}); e != cudaSuccess)
@@ -69,4 +95,8 @@ const detail::DeviceMemoryProvider provider{"cuda", cuda_alloc, cuda_free, cuda_
 }  // namespace
 
 const detail::DeviceMemoryProvider& cuda_memory() noexcept { return provider; }
+bool cuda_managed_memory() noexcept { return managed(); }
+void cuda_managed_access(bool host_may_touch) noexcept {
+    if (host_may_touch) (void)cudaDeviceSynchronize();  // (an error shows at the next call)
+}
 }  // namespace tenon::device_cuda

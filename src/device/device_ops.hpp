@@ -186,6 +186,11 @@ struct DeviceMemoryProvider;
 namespace tenon::TENON_DEVICE_NS {
 // The GPU's memory for the device allocator (cuda_memory.cpp: cudaMallocAsync, cudaMemcpyAsync).
 const detail::DeviceMemoryProvider& cuda_memory() noexcept;
+// Whether device blocks are managed memory (TENON_CUDA_MANAGED=1: the test suite's GPU run).
+bool cuda_managed_memory() noexcept;
+// Managed memory: called as a device model's outermost call opens (false) and closes (true);
+// at the close it waits for the device, so that host code reads the call's results complete.
+void cuda_managed_access(bool host_may_touch) noexcept;
 #endif
 
 // The build's cuBLAS and cuBLASLt handles (one per host thread; null in the host build).
