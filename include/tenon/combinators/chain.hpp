@@ -431,16 +431,14 @@ public:
         }
     };
 
-    // The model the user calls runs through its plan (lower/engine.hpp) where it has one
-    // (Layer's predict / begin_update; false: its layers run); a chain inside another model runs
-    // its layers (the outer plan walks into it), and this code is not compiled for it.
-    bool plan_predict(InView X, Out& Y) const {
+    // The model's plans (lower/engine.hpp): Layer's public predict / begin_update run the plan
+    // through it when the chain is the model called; a chain inside another model runs its
+    // layers (the outer plan walks into it), and that code is not compiled for it. (A member
+    // without the chain's types in its signature: a declaration per chain type costs nothing,
+    // which matters for `a >> b >> ...`, a chain type per step.)
+    lowering::EngineSlot& engine_slot() const {
         require_layers();
-        return lowering::engine_predict(*this, engine_, X, Y);
-    }
-    bool plan_forward(InView X, Out& Y, Backprop& bp) {
-        require_layers();
-        return lowering::engine_forward(*this, engine_, X, Y, bp.engine);
+        return engine_;
     }
 
 private:

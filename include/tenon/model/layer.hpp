@@ -15,6 +15,7 @@
 #include <typeinfo>
 #include <utility>
 
+#include "tenon/lower/engine.hpp"
 #include "tenon/model/diagnostics.hpp"
 #include "tenon/model/finite.hpp"
 #include "tenon/model/memory_check.hpp"
@@ -111,11 +112,12 @@ concept static_width_differs = requires { M::static_nI; } && static_last_extent<
 }  // namespace detail
 
 namespace detail {
-// A model type with a plan of its own (a chain): its plan_predict / plan_forward run it.
+// A model type with plans of its own (a chain): its engine slot, and its Backprop's `engine`
+// where the plan's backprop goes (lower/engine.hpp).
 template <class D>
-concept runs_plan = requires(D& d, const D& c, typename D::InView X, typename D::Out& Y, typename D::Backprop& bp) {
-    { c.plan_predict(X, Y) } -> std::same_as<bool>;
-    { d.plan_forward(X, Y, bp) } -> std::same_as<bool>;
+concept runs_plan = requires(const D& c, typename D::Backprop& bp) {
+    { c.engine_slot() } -> std::same_as<lowering::EngineSlot&>;
+    bp.engine;
 };
 }  // namespace detail
 
@@ -268,7 +270,7 @@ private:
             check_input_finite(X, "predict");
             if constexpr (Plan && detail::runs_plan<Derived>) {
                 Out Y;
-                if (detail::entry_depth == 1 && self().plan_predict(X, Y)) return Y;
+                if (detail::entry_depth == 1 && lowering::engine_predict(self(), self().engine_slot(), X, Y)) return Y;
             }
             return self().predict_impl(X);
         });
@@ -281,7 +283,8 @@ private:
             if constexpr (Plan && detail::runs_plan<Derived>) {
                 using R = std::pair<Out, typename Derived::Backprop>;
                 R r;
-                if (is_train && detail::entry_depth == 1 && self().plan_forward(X, r.first, r.second))
+                if (is_train && detail::entry_depth == 1 &&
+                    lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
                     return checked(std::move(r));
             }
             return checked(self().forward_impl(X, is_train));
