@@ -228,6 +228,12 @@ BlockCache* cache() noexcept {
 void set_array_cache(bool on) noexcept { cache_mode.store(on ? 1 : 0, std::memory_order_relaxed); }
 bool array_cache_enabled() noexcept { return cache_on(); }
 
+std::string shape_text(const std::size_t* shape, std::size_t rank) {
+    std::string s = "(";
+    for (std::size_t i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + ")";
+}
+
 std::size_t checked_bytes(const std::size_t* shape, std::size_t rank, std::size_t elem_size) {
     std::size_t n = 1;
     bool overflow = false;
@@ -238,10 +244,7 @@ std::size_t checked_bytes(const std::size_t* shape, std::size_t rank, std::size_
     for (std::size_t i = 0; i < rank; ++i)
         if (shape[i] == 0) return 0;
     if (overflow || bytes > static_cast<std::size_t>(PTRDIFF_MAX)) {
-        std::string s = "(";
-        for (std::size_t i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-        s += ")";
-        throw Error("array: shape " + s + " is too large: " +
+        throw Error("array: shape " + shape_text(shape, rank) + " is too large: " +
                         (overflow ? std::string("the product of its extents") : std::to_string(n) + " elements") +
                         " times " + std::to_string(elem_size) + " bytes each exceeds the largest possible size (" +
                         std::to_string(PTRDIFF_MAX) + " bytes)",
@@ -261,21 +264,16 @@ void* allocate_array(const std::size_t* shape, std::size_t rank, std::size_t ele
     const std::size_t bytes = checked_bytes(shape, rank, elem_size);
     block = 0;
     if (bytes == 0) return nullptr;
-    auto shape_text = [&] {
-        std::string s = "(";
-        for (std::size_t i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-        return s + ")";
-    };
     void* p = nullptr;
     if (where == Memory::host) {
         try {
             p = array_alloc(bytes, block);
         } catch (const std::bad_alloc&) {
-            throw_alloc_failed(bytes, shape_text());
+            throw_alloc_failed(bytes, shape_text(shape, rank));
         }
         if (zero) std::memset(p, 0, bytes);
     } else {
-        if (!(p = device_alloc(bytes, block))) throw_device_alloc_failed(bytes, shape_text().c_str());
+        if (!(p = device_alloc(bytes, block))) throw_device_alloc_failed(bytes, shape_text(shape, rank).c_str());
         if (zero) zero_bytes_device(p, bytes);
     }
     return p;

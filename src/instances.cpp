@@ -24,13 +24,11 @@ void check_ragged(const std::int32_t* lengths, std::size_t n, const std::size_t*
                              "tenon-E151");
         sum += lengths[i];
     }
-    if (static_cast<std::size_t>(sum) != data_shape[0]) {
-        std::string shape = "(";
-        for (std::size_t d = 0; d < rank; ++d) shape += (d ? ", " : "") + std::to_string(data_shape[d]);
+    if (static_cast<std::size_t>(sum) != data_shape[0])
         throw ShapeError("Ragged: the lengths must sum to the data's rows: expected " + std::to_string(data_shape[0]) +
-                             " (rows of data " + shape + ") but the lengths sum to " + std::to_string(sum),
+                             " (rows of data " + shape_text(data_shape, rank) + ") but the lengths sum to " +
+                             std::to_string(sum),
                          "tenon-E152");
-    }
 }
 
 std::string layout_vec_str(const Layout& v) {
@@ -40,8 +38,6 @@ std::string layout_vec_str(const Layout& v) {
     return array ? "(" + s + ")" : "layout [" + s + "]";
 }
 
-template std::string shape_str<1>(const std::array<std::size_t, 1>&);
-template std::string shape_str<2>(const std::array<std::size_t, 2>&);
 template std::size_t list_rows<Floats2d>(const List<Floats2d>&, const char*, std::array<std::size_t, 2>*);
 template std::size_t list_rows<Ints2d>(const List<Ints2d>&, const char*, std::array<std::size_t, 2>*);
 template void append_shape<std::array<std::size_t, 2>>(Layout&, const std::array<std::size_t, 2>&);

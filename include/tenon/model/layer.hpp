@@ -269,8 +269,10 @@ private:
             require_initialized();
             check_input_finite(X, "predict");
             if constexpr (Plan && detail::runs_plan<Derived>) {
-                Out Y;
-                if (detail::entry_depth == 1 && lowering::engine_predict(self(), self().engine_slot(), X, Y)) return Y;
+                if (detail::entry_depth == 1) {
+                    Out Y;
+                    if (lowering::engine_predict(self(), self().engine_slot(), X, Y)) return Y;
+                }
             }
             return self().predict_impl(X);
         });
@@ -281,11 +283,11 @@ private:
             require_initialized();
             check_input_finite(X, "begin_update");
             if constexpr (Plan && detail::runs_plan<Derived>) {
-                using R = std::pair<Out, typename Derived::Backprop>;
-                R r;
-                if (is_train && detail::entry_depth == 1 &&
-                    lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
-                    return checked(std::move(r));
+                if (is_train && detail::entry_depth == 1) {
+                    std::pair<Out, typename Derived::Backprop> r;
+                    if (lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
+                        return checked(std::move(r));
+                }
             }
             return checked(self().forward_impl(X, is_train));
         });

@@ -41,14 +41,12 @@ inline constexpr std::size_t dyn = static_cast<std::size_t>(-1);
 namespace detail {
 inline constexpr std::size_t array_alignment = 64;
 
+// A shape in words, "(4, 3)" (src/alloc.cpp: one body for every rank).
+std::string shape_text(const std::size_t* shape, std::size_t rank);
 template <std::size_t R>
 std::string shape_str(const std::array<std::size_t, R>& s) {
-    std::string out = "(";
-    for (std::size_t i = 0; i < R; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + ")";
+    return shape_text(s.data(), R);
 }
-extern template std::string shape_str<1>(const std::array<std::size_t, 1>&);  // (src/instances.cpp)
-extern template std::string shape_str<2>(const std::array<std::size_t, 2>&);
 
 // Checks a run-time shape against the static extents of a type; `dyn` matches anything.
 template <std::size_t... Ext>
