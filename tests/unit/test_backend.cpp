@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <random>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -621,6 +622,64 @@ TEST_CASE("backend: the CPU's gathers, segment reductions and maxout on known va
     const float dy[2] = {7, 8};
     ops.maxout_backward(dy, w, 1, 2, 3, dZ);
     CHECK((dZ[0] == 0 && dZ[1] == 0 && dZ[2] == 7 && dZ[3] == 8 && dZ[4] == 0 && dZ[5] == 0));
+}
+
+// fn::maxout_row unrolls 2, 3 and 4 pieces (a template per count) and loops over others;
+// fn::layernorm_row / layernorm_row_dx sum in four partial sums (fn::sum4). Each against the
+// plain loop it replaces (maxout exactly, ties included, with and without a bias; the layer
+// norm to float rounding).
+TEST_CASE("backend: maxout for every piece count and layer norm's sums equal the plain loops", "[backend]") {
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> small(-3, 3);  // few values: many ties
+    std::normal_distribution<float> nd(0.3f, 2.0f);
+    for (std::size_t nP = 1; nP <= 6; ++nP)
+        for (const bool bias : {false, true}) {
+            const std::size_t nO = 37;
+            std::vector<float> z(nO * nP), b(nO * nP), y(nO);
+            std::vector<std::int32_t> which(nO);
+            for (auto& v : z) v = float(small(rng)) * 0.5f;
+            for (auto& v : b) v = float(small(rng)) * 0.25f;
+            fn::maxout_row(z.data(), bias ? b.data() : nullptr, nO, nP, y.data(), which.data());
+            for (std::size_t o = 0; o < nO; ++o) {
+                std::size_t arg = 0;
+                float best = z[o * nP] + (bias ? b[o * nP] : 0.0f);
+                for (std::size_t p = 1; p < nP; ++p)
+                    if (const float v = z[o * nP + p] + (bias ? b[o * nP + p] : 0.0f); v > best) best = v, arg = p;
+                INFO("nP " << nP << ", bias " << bias << ", output " << o);
+                CHECK(y[o] == best);
+                CHECK(which[o] == std::int32_t(arg));  // ties: the first piece
+            }
+        }
+    for (const std::size_t n : {1u, 3u, 4u, 5u, 96u, 131u}) {
+        std::vector<float> x(n), G(n), b(n), y(n), xh(n), dy(n), dx(n);
+        for (auto& v : x) v = nd(rng) * 3.0f;
+        for (auto& v : G) v = nd(rng);
+        for (auto& v : b) v = nd(rng);
+        for (auto& v : dy) v = nd(rng);
+        float rstd = 0.0f;
+        fn::layernorm_row(x.data(), y.data(), n, G.data(), b.data(), xh.data(), &rstd);
+        double mean = 0.0, var = 0.0;  // the plain loops, in double
+        for (const float v : x) mean += v;
+        mean /= double(n);
+        for (const float v : x) var += (v - mean) * (v - mean);
+        var /= double(n);
+        const auto rs = static_cast<float>(1.0 / std::sqrt(var + double(fn::layernorm_epsilon)));
+        CHECK(rstd == Approx(rs).epsilon(1e-6));
+        for (std::size_t i = 0; i < n; ++i) {
+            const float h = (x[i] - static_cast<float>(mean)) * rs;
+            CHECK(xh[i] == Approx(h).epsilon(1e-6).margin(1e-6));
+            CHECK(y[i] == Approx(h * G[i] + b[i]).epsilon(1e-6).margin(1e-6));
+        }
+        fn::layernorm_row_dx(dy.data(), dx.data(), xh.data(), rs, n, G.data());
+        double sd = 0.0, sdx = 0.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            sd += dy[i] * G[i];
+            sdx += double(dy[i] * G[i]) * xh[i];
+        }
+        const float k = rs / float(n);
+        for (std::size_t i = 0; i < n; ++i)
+            CHECK(dx[i] == Approx(k * (float(n) * (dy[i] * G[i]) - float(sd) - xh[i] * float(sdx))).epsilon(1e-6).margin(1e-7));
+    }
 }
 
 TEST_CASE("backend: ParametricAttention runs on the model's ops", "[backend]") {

@@ -179,10 +179,12 @@ TENON_HD inline void softmax_row(float* y, std::size_t n, float inv_t) {
     for (std::size_t i = 0; i < n; ++i) y[i] *= inv;
 }
 
-// Maxout over one row: y[o] = max_p (z[o, p] + b[o, p]) (b may be null: z already holds it),
-// ties to the first piece; which[o] = the winning piece when which is not null.
-TENON_HD inline void maxout_row(const float* z, const float* b, std::size_t nO, std::size_t nP, float* y,
-                                std::int32_t* which) {
+// Maxout over one row, its pieces NP known at compile time (0: nP at run time), so that the
+// loop over a few pieces is unrolled (maxout_row below picks it).
+template <std::size_t NP>
+TENON_HD inline void maxout_row_pieces(const float* z, const float* b, std::size_t nO, std::size_t nP, float* y,
+                                       std::int32_t* which) {
+    if constexpr (NP != 0) nP = NP;
     for (std::size_t o = 0; o < nO; ++o) {
         const float* zo = z + o * nP;
         const float* bo = b ? b + o * nP : nullptr;
@@ -197,6 +199,17 @@ TENON_HD inline void maxout_row(const float* z, const float* b, std::size_t nO, 
         }
         y[o] = best;
         if (which) which[o] = static_cast<std::int32_t>(arg);
+    }
+}
+// Maxout over one row: y[o] = max_p (z[o, p] + b[o, p]) (b may be null: z already holds it),
+// ties to the first piece; which[o] = the winning piece when which is not null.
+TENON_HD inline void maxout_row(const float* z, const float* b, std::size_t nO, std::size_t nP, float* y,
+                                std::int32_t* which) {
+    switch (nP) {
+        case 2: return maxout_row_pieces<2>(z, b, nO, nP, y, which);
+        case 3: return maxout_row_pieces<3>(z, b, nO, nP, y, which);  // (spaCy's Maxout layers)
+        case 4: return maxout_row_pieces<4>(z, b, nO, nP, y, which);
+        default: return maxout_row_pieces<0>(z, b, nO, nP, y, which);
     }
 }
 // Its backward: dz (nO * nP) gets dy at the winning pieces and 0 elsewhere.
@@ -370,16 +383,29 @@ TENON_HD inline float row_dot(const float* a, const float* b, std::size_t n) {
 
 inline constexpr float layernorm_epsilon = 1e-8f;
 
+// The sum of x[0..n) in double as four partial sums (i mod 4) added pairwise at the end: a
+// layer norm's row sums are four short chains of additions, not one of n dependent ones
+// (each waits ~4 cycles for the last), in an order that depends on n alone.
+TENON_HD inline double sum4(std::size_t n, const float* x) {
+    double s[4] = {0.0, 0.0, 0.0, 0.0};
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (std::size_t j = 0; j < 4; ++j) s[j] += x[i + j];
+    for (; i < n; ++i) s[0] += x[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 // One row of LayerNorm: y = G * (x - mean) / sqrt(var + eps) + b (eps 1e-8, as Thinc),
 // keeping the normalised row (xh) and 1/std (rstd) when asked. x may be y (in place).
 TENON_HD inline void layernorm_row(const float* x, float* y, std::size_t n, const float* G, const float* b, float* xh,
                                    float* rstd) {
-    double mean = 0.0;
-    for (std::size_t i = 0; i < n; ++i) mean += x[i];
-    mean /= double(n);
-    double var = 0.0;
-    for (std::size_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-    var /= double(n);
+    const double mean = sum4(n, x) / double(n);
+    double v[4] = {0.0, 0.0, 0.0, 0.0};  // (as sum4: the squared deviations)
+    std::size_t q = 0;
+    for (; q + 4 <= n; q += 4)
+        for (std::size_t j = 0; j < 4; ++j) v[j] += (x[q + j] - mean) * (x[q + j] - mean);
+    for (; q < n; ++q) v[0] += (x[q] - mean) * (x[q] - mean);
+    const double var = ((v[0] + v[1]) + (v[2] + v[3])) / double(n);
     const auto rs = static_cast<float>(1.0 / std::sqrt(var + double(layernorm_epsilon)));
     const auto mu = static_cast<float>(mean);
     for (std::size_t i = 0; i < n; ++i) {
@@ -403,13 +429,22 @@ TENON_HD inline void layernorm_row_param_grads(const float* dy, const float* xh,
 // ... and writes dx (dy may be dx: in place).
 TENON_HD inline void layernorm_row_dx(const float* dy, float* dx, const float* xh, float rs, std::size_t n,
                                       const float* G) {
-    double sum_d = 0.0, sum_dx = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const float d = dy[i] * G[i];
-        dx[i] = d;
-        sum_d += d;
-        sum_dx += double(d) * xh[i];
+    double sd4[4] = {0.0, 0.0, 0.0, 0.0}, sdx4[4] = {0.0, 0.0, 0.0, 0.0};  // (as sum4)
+    std::size_t q = 0;
+    for (; q + 4 <= n; q += 4)
+        for (std::size_t j = 0; j < 4; ++j) {
+            const float d = dy[q + j] * G[q + j];
+            dx[q + j] = d;
+            sd4[j] += d;
+            sdx4[j] += double(d) * xh[q + j];
+        }
+    for (; q < n; ++q) {
+        const float d = dy[q] * G[q];
+        dx[q] = d;
+        sd4[0] += d;
+        sdx4[0] += double(d) * xh[q];
     }
+    const double sum_d = (sd4[0] + sd4[1]) + (sd4[2] + sd4[3]), sum_dx = (sdx4[0] + sdx4[1]) + (sdx4[2] + sdx4[3]);
     const float k = rs / static_cast<float>(n), sd = static_cast<float>(sum_d), sdx = static_cast<float>(sum_dx),
                 fn = static_cast<float>(n);
     for (std::size_t i = 0; i < n; ++i) dx[i] = k * (fn * dx[i] - sd - xh[i] * sdx);
