@@ -383,15 +383,16 @@ TENON_HD inline float row_dot(const float* a, const float* b, std::size_t n) {
 
 inline constexpr float layernorm_epsilon = 1e-8f;
 
-// The sum of x[0..n) in double as four partial sums (i mod 4) added pairwise at the end: a
-// layer norm's row sums are four short chains of additions, not one of n dependent ones
-// (each waits ~4 cycles for the last), in an order that depends on n alone.
-TENON_HD inline double sum4(std::size_t n, const float* x) {
+// The sum over i < n of term(i) (a double) as four partial sums (i mod 4) added pairwise at
+// the end: a layer norm's row sums are four short chains of additions, not one of n dependent
+// ones (each waits ~4 cycles for the last), in an order that depends on n alone.
+template <class Term>
+TENON_HD inline double sum4(std::size_t n, Term term) {
     double s[4] = {0.0, 0.0, 0.0, 0.0};
     std::size_t i = 0;
     for (; i + 4 <= n; i += 4)
-        for (std::size_t j = 0; j < 4; ++j) s[j] += x[i + j];
-    for (; i < n; ++i) s[0] += x[i];
+        for (std::size_t j = 0; j < 4; ++j) s[j] += term(i + j);
+    for (; i < n; ++i) s[0] += term(i);
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
@@ -399,13 +400,8 @@ TENON_HD inline double sum4(std::size_t n, const float* x) {
 // keeping the normalised row (xh) and 1/std (rstd) when asked. x may be y (in place).
 TENON_HD inline void layernorm_row(const float* x, float* y, std::size_t n, const float* G, const float* b, float* xh,
                                    float* rstd) {
-    const double mean = sum4(n, x) / double(n);
-    double v[4] = {0.0, 0.0, 0.0, 0.0};  // (as sum4: the squared deviations)
-    std::size_t q = 0;
-    for (; q + 4 <= n; q += 4)
-        for (std::size_t j = 0; j < 4; ++j) v[j] += (x[q + j] - mean) * (x[q + j] - mean);
-    for (; q < n; ++q) v[0] += (x[q] - mean) * (x[q] - mean);
-    const double var = ((v[0] + v[1]) + (v[2] + v[3])) / double(n);
+    const double mean = sum4(n, [&](std::size_t i) { return double(x[i]); }) / double(n);
+    const double var = sum4(n, [&](std::size_t i) { return (x[i] - mean) * (x[i] - mean); }) / double(n);
     const auto rs = static_cast<float>(1.0 / std::sqrt(var + double(layernorm_epsilon)));
     const auto mu = static_cast<float>(mean);
     for (std::size_t i = 0; i < n; ++i) {
@@ -429,22 +425,9 @@ TENON_HD inline void layernorm_row_param_grads(const float* dy, const float* xh,
 // ... and writes dx (dy may be dx: in place).
 TENON_HD inline void layernorm_row_dx(const float* dy, float* dx, const float* xh, float rs, std::size_t n,
                                       const float* G) {
-    double sd4[4] = {0.0, 0.0, 0.0, 0.0}, sdx4[4] = {0.0, 0.0, 0.0, 0.0};  // (as sum4)
-    std::size_t q = 0;
-    for (; q + 4 <= n; q += 4)
-        for (std::size_t j = 0; j < 4; ++j) {
-            const float d = dy[q + j] * G[q + j];
-            dx[q + j] = d;
-            sd4[j] += d;
-            sdx4[j] += double(d) * xh[q + j];
-        }
-    for (; q < n; ++q) {
-        const float d = dy[q] * G[q];
-        dx[q] = d;
-        sd4[0] += d;
-        sdx4[0] += double(d) * xh[q];
-    }
-    const double sum_d = (sd4[0] + sd4[1]) + (sd4[2] + sd4[3]), sum_dx = (sdx4[0] + sdx4[1]) + (sdx4[2] + sdx4[3]);
+    for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * G[i];
+    const double sum_d = sum4(n, [&](std::size_t i) { return double(dx[i]); }),
+                 sum_dx = sum4(n, [&](std::size_t i) { return double(dx[i]) * xh[i]; });
     const float k = rs / static_cast<float>(n), sd = static_cast<float>(sum_d), sdx = static_cast<float>(sum_dx),
                 fn = static_cast<float>(n);
     for (std::size_t i = 0; i < n; ++i) dx[i] = k * (fn * dx[i] - sd - xh[i] * sdx);
