@@ -19,11 +19,15 @@
 // side, so panel jp of the block at row pc starts at pc * npad + jp * kc * NR (npad: n rounded
 // up to NR). The product then reads its panels there instead of packing them: the
 // micro-kernel sees the same values in the same order, so the result is the same bits, for
-// any split of C by rows or by columns at multiples of NR.
+// any split of C by rows or by columns at multiples of NR. With it, 1-4 rows take the panels
+// too (few_rows_prepacked): the packed path's sums, skipping the steps whose inputs are all
+// zero, so a row of a frozen plan's batch of one is the same bits as inside a larger batch.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -307,6 +311,107 @@ void small_m(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
     }
 }
 
+// Whether every value of a prepacked op(B) is finite: TENON_SGEMM_PACK_FN writes it after the
+// panels (at k * npad; the packed size has room for it).
+constexpr std::size_t kFlagFloats = VL;
+bool packed_finite(const float* pb, std::size_t k, std::size_t pb_n) {
+    return pb[k * ((pb_n + NR - 1) / NR * NR)] == 1.0f;
+}
+
+// Rows i < M of C against G panels of a prepacked block (kc rows of op(B), panels side by side,
+// kc * NR values each), reading only the steps in `steps` (the block's steps where some row's
+// input is non-zero); the micro-kernel's sums and stores otherwise.
+template <std::size_t M, std::size_t G>
+void sparse_tile(std::size_t nsteps, const std::uint16_t* steps, const float* xs, const float* panels,
+                 std::size_t kc, float* c, std::size_t ldc, float alpha, bool accumulate, std::size_t cols) {
+    V acc[M][G][NV];
+    for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t g = 0; g < G; ++g)
+            for (std::size_t v = 0; v < NV; ++v) acc[i][g][v] = vzero();
+    for (std::size_t s = 0; s < nsteps; ++s) {
+        const float* row = panels + std::size_t{steps[s]} * NR;
+#pragma GCC unroll 4
+        for (std::size_t i = 0; i < M; ++i) {
+            const V x = vset1(xs[s * M + i]);
+#pragma GCC unroll 4
+            for (std::size_t g = 0; g < G; ++g)
+#pragma GCC unroll 2
+                for (std::size_t v = 0; v < NV; ++v)
+                    acc[i][g][v] = vfma(x, vload(row + g * kc * NR + v * VL), acc[i][g][v]);
+        }
+    }
+    const V va = vset1(alpha);
+    for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t g = 0; g < G; ++g) {
+            const std::size_t c0 = g * NR;
+            if (c0 >= cols) break;
+            float* ci = c + i * ldc + c0;
+            if (cols - c0 >= NR) {
+                for (std::size_t v = 0; v < NV; ++v)
+                    vstore(ci + v * VL, accumulate ? vfma(va, acc[i][g][v], vload(ci + v * VL)) : vmul(va, acc[i][g][v]));
+            } else {  // an edge panel: the same arithmetic on a copy of the valid part
+                alignas(64) float t[NR] = {};
+                const std::size_t w = cols - c0;
+                if (accumulate) std::memcpy(t, ci, w * sizeof(float));
+                for (std::size_t v = 0; v < NV; ++v)
+                    vstore(t + v * VL, accumulate ? vfma(va, acc[i][g][v], vload(t + v * VL)) : vmul(va, acc[i][g][v]));
+                std::memcpy(ci, t, w * sizeof(float));
+            }
+        }
+}
+
+// m <= 4 rows against a prepacked op(B) that is all finite (a frozen plan serving): the packed
+// path's sums (each block of KC steps summed from zero in order, then added to C), reading only
+// the rows of op(B) at the steps where an input is non-zero. Skipping a zero input changes no
+// bit: it would add x * w = +-0 (w finite) to a sum that is never -0 (it starts at +0, and a
+// sum that cancels to zero rounds to +0). So a row's result is the same bits as inside a
+// batch of any size, and a batch of one reads only the weights its input uses: a ReLU
+// network's hidden values and an image's background are mostly zeros.
+template <std::size_t M>
+void few_rows_packed(const Operands& o, std::size_t n, std::size_t k, float alpha, float beta, float* c,
+                     std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0) {
+    constexpr std::size_t G = M == 1 ? 4 : M == 2 ? 2 : 1;  // panels at a time: 8 sums in registers
+    if (beta != 0.0f && beta != 1.0f) scale_c(M, n, beta, c, ldc);
+    const std::size_t npad = (pb_n + NR - 1) / NR * NR;
+    std::uint16_t steps[KC];
+    float xs[KC * M];
+    for (std::size_t pc = 0; pc < k; pc += KC) {
+        const std::size_t kc = std::min(KC, k - pc);
+        std::size_t nsteps = 0;
+        for (std::size_t p = 0; p < kc; ++p) {
+            bool any = false;
+            for (std::size_t i = 0; i < M; ++i) {
+                const float x = o.at(o.ta, o.a, o.lda, i, pc + p);
+                xs[nsteps * M + i] = x;
+                any = any || x != 0.0f;
+            }
+            if (any) steps[nsteps++] = static_cast<std::uint16_t>(p);
+        }
+        const bool accumulate = pc > 0 || beta != 0.0f;
+        const float* block = pb + pc * npad + pb_j0 * kc;  // the panel of column pb_j0 onwards
+        std::size_t j = 0;
+        for (; j + G * NR <= n; j += G * NR)
+            sparse_tile<M, G>(nsteps, steps, xs, block + j * kc, kc, c + j, ldc, alpha, accumulate, G * NR);
+        for (; j < n; j += NR)
+            sparse_tile<M, 1>(nsteps, steps, xs, block + j * kc, kc, c + j, ldc, alpha, accumulate,
+                              std::min(NR, n - j));
+    }
+}
+
+bool few_rows_prepacked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta,
+                        float* c, std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0) {
+    if (!pb || m == 0 || m > 4 || n == 0 || k == 0 || alpha == 0.0f || pb_j0 % NR != 0 || pb_j0 + n > pb_n ||
+        !packed_finite(pb, k, pb_n))
+        return false;
+    switch (m) {
+    case 1: few_rows_packed<1>(o, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0); break;
+    case 2: few_rows_packed<2>(o, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0); break;
+    case 3: few_rows_packed<3>(o, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0); break;
+    default: few_rows_packed<4>(o, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0); break;
+    }
+    return true;
+}
+
 // The packed path (m > 4). This call computes the columns of the whole C (pb_n wide) from
 // pb_j0 on. pb: op(B) prepacked for the whole width (pb_j0 then a multiple of NR), or null:
 // pack here. epi (or null): run on each tile after its last block of k (its columns counted
@@ -368,13 +473,19 @@ void TENON_SGEMM_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, st
     blocked(o, m, n, k, alpha, beta, c, ldc, nullptr, n, 0, nullptr);
 }
 
-std::size_t TENON_SGEMM_PACKED_SIZE_FN(std::size_t k, std::size_t n) { return k * ((n + NR - 1) / NR * NR); }
+std::size_t TENON_SGEMM_PACKED_SIZE_FN(std::size_t k, std::size_t n) {
+    return k * ((n + NR - 1) / NR * NR) + kFlagFloats;
+}
 
 void TENON_SGEMM_PACK_FN(bool trans_b, std::size_t k, std::size_t n, const float* b, std::size_t ldb,
                          float* packed) {
     const Operands o{false, trans_b, nullptr, 0, b, ldb};
     const std::size_t npad = (n + NR - 1) / NR * NR;
     for (std::size_t pc = 0; pc < k; pc += KC) pack_b(o, pc, std::min(KC, k - pc), 0, n, packed + pc * npad);
+    bool finite = true;
+    for (std::size_t i = 0; i < k * npad && finite; ++i) finite = std::isfinite(packed[i]);
+    std::fill(packed + k * npad, packed + k * npad + kFlagFloats, 0.0f);
+    packed[k * npad] = finite ? 1.0f : 0.0f;  // (few_rows_prepacked's condition)
 }
 
 // As TENON_SGEMM_FN, with op(B) also prepacked (TENON_SGEMM_PACK_FN of all pb_n columns of
@@ -386,7 +497,8 @@ void TENON_SGEMM_PREPACKED_FN(bool trans_a, bool trans_b, std::size_t m, std::si
                               std::size_t pb_n, std::size_t pb_j0, float beta, float* c, std::size_t ldc,
                               const Epilogue* epi) {
     const Operands o{trans_a, trans_b, a, lda, b, ldb};
-    if (trivial(o, m, n, k, alpha, beta, c, ldc)) {
+    if (few_rows_prepacked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0) ||
+        trivial(o, m, n, k, alpha, beta, c, ldc)) {
         if (epi && m && n) epi->fn(epi->ctx, c, ldc, m, n, pb_j0);  // (the small-m rows are in cache)
         return;
     }

@@ -1,6 +1,8 @@
 // Frozen weights (Plan::freeze_weights; docs/lowering.md, "Frozen weights"): a frozen plan's
-// predict gives the unfrozen plan's bits (1 and 2 threads, batches of 1 to 1024, widths that
-// leave edge tiles, dense and maxout stages with a fused LayerNorm), follows every tenon path
+// predict gives the unfrozen plan's bits from 5 rows on, and at 1-4 rows each row's bits as
+// inside a larger batch (1 and 2 threads, batches of 1 to 1024, widths that leave edge tiles,
+// inputs with many zeros, dense and maxout stages with a fused LayerNorm; a non-finite weight
+// still reaches every output it touches), follows every tenon path
 // that writes the weights (never a stale read), and while another thread calls set_param,
 // every concurrent call gets the old or the new weights' result. meson runs this program once
 // per kernel target (TENON_GEMM_TARGET): tenon's two kernels prepack, the generic one does not
@@ -8,6 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -54,6 +59,29 @@ Node* find(Node& model, const std::string& name) {
     return nullptr;
 }
 
+// X's rows as predicted inside a batch of at least 5 rows (the packed product: what a frozen
+// plan computes for each row at any batch size; an unfrozen plan's 1-4 rows are dot
+// products, which round differently).
+template <class P>
+Floats2d as_in_batch(const P& plan, const Floats2d& X, std::uint64_t seed) {
+    const std::size_t m = X.shape(0), nI = X.shape(1);
+    if (m >= 5) return plan.predict(X);
+    Floats2d big = random_array(5, nI, seed);
+    std::copy(X.begin(), X.end(), big.data());
+    const Floats2d P5 = plan.predict(big);
+    Floats2d out({m, P5.shape(1)}, uninitialized);
+    std::copy(P5.data(), P5.data() + out.size(), out.data());
+    return out;
+}
+// Half of X's values zero (an image's background, a ReLU's output): the frozen few-row path
+// skips those inputs' weights.
+Floats2d with_zeros(Floats2d X, std::uint64_t seed) {
+    Rng rng(seed);
+    for (float& x : X)
+        if (rng.uniform(0.0, 1.0) < 0.5) x = 0.0f;
+    return X;
+}
+
 template <class M>
 void check_same_bits(M& model, std::size_t nI, std::uint64_t seed) {
     auto plain = lower(model);
@@ -63,11 +91,14 @@ void check_same_bits(M& model, std::size_t nI, std::uint64_t seed) {
     CHECK((frozen.frozen_values() > 0) == prepacks());
     for (std::size_t threads : {1, 2}) {
         set_num_threads(threads);
-        for (std::size_t batch : {1, 5, 128, 1024}) {
-            INFO("threads " << threads << " batch " << batch);
-            const Floats2d X = random_array(batch, nI, seed++);
-            CHECK(same(frozen.predict(X), plain.predict(X)));
-        }
+        for (std::size_t batch : {1, 2, 3, 4, 5, 128, 1024})
+            for (bool zeros : {false, true}) {
+                INFO("threads " << threads << " batch " << batch << (zeros ? ", half the inputs zero" : ""));
+                Floats2d X = random_array(batch, nI, seed++);
+                if (zeros) X = with_zeros(std::move(X), seed++);
+                if (prepacks()) CHECK(same(frozen.predict(X), as_in_batch(plain, X, seed++)));
+                if (batch >= 5 || !prepacks()) CHECK(same(frozen.predict(X), plain.predict(X)));
+            }
     }
     set_num_threads(0);
     frozen.thaw_weights();
@@ -77,7 +108,7 @@ void check_same_bits(M& model, std::size_t nI, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("frozen: predict gives the unfrozen plan's bits", "[frozen]") {
+TEST_CASE("frozen: predict gives the packed product's bits at every batch size", "[frozen]") {
     INFO("kernel " << cpu::gemm_target());
     SECTION("the Fashion-MNIST MLP") {
         auto model = Relu<512>() >> Relu<512>() >> Softmax<10>();
@@ -92,6 +123,27 @@ TEST_CASE("frozen: predict gives the unfrozen plan's bits", "[frozen]") {
         randomize(model, 20);
         check_same_bits(model, 33, 200);
     }
+}
+
+// 0 * inf is NaN: with a non-finite weight, the few-row path (which skips zero inputs) is not
+// taken, and a zero input against an infinite weight gives the batched product's NaN.
+TEST_CASE("frozen: a non-finite weight reaches the outputs at batch 1 as in a batch", "[frozen]") {
+    INFO("kernel " << cpu::gemm_target());
+    auto model = Linear<8>() >> Linear<3>();
+    model.initialize(random_array(4, 6, 1));
+    randomize(model, 5);
+    Node& first = model.layer<0>();
+    auto W = random_values(first, "W", 6);
+    W[1 * 6 + 2] = std::numeric_limits<float>::infinity();  // W[1, 2]
+    set_values(first, "W", W);
+    auto frozen = lower(model);
+    frozen.freeze_weights();
+    Floats2d X = random_array(1, 6, 7);
+    X(0, 2) = 0.0f;
+    const Floats2d P = frozen.predict(X), Q = prepacks() ? as_in_batch(lower(model), X, 8) : lower(model).predict(X);
+    REQUIRE(P.size() == Q.size());
+    CHECK(std::isnan(P(0, 0)));
+    CHECK(std::memcmp(P.data(), Q.data(), P.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("frozen: predict follows every write of the weights", "[frozen]") {
@@ -282,9 +334,9 @@ TEST_CASE("frozen: set_param while 4 threads predict gives each call the old or 
     const auto WB = random_values(relu, "W", 90);
     const Floats2d X1 = random_array(1, 40, 12), X64 = random_array(64, 40, 13);
     const auto reference = lower(model);
-    const Floats2d A1 = reference.predict(X1), A64 = reference.predict(X64);
+    const Floats2d A1 = as_in_batch(reference, X1, 14), A64 = reference.predict(X64);
     set_values(relu, "W", WB);
-    const Floats2d B1 = reference.predict(X1), B64 = reference.predict(X64);
+    const Floats2d B1 = as_in_batch(reference, X1, 14), B64 = reference.predict(X64);
     set_values(relu, "W", WA);
     REQUIRE(!same(A64, B64));
 

@@ -72,8 +72,10 @@ public:
     // weights"). prepacked_size: the values op(B) (k x n; op(B) = B^T when trans) takes
     // packed, or 0 when this backend does not prepack (the default: a frozen plan then runs
     // as an unfrozen one). prepack writes op(B) there (memory of this backend);
-    // gemm_prepacked computes what gemm(.., b, ldb, ..) does, bit for bit, reading op(B) from
-    // `packed` (prepack of the same b, k and n by this backend in this process; b is read too).
+    // gemm_prepacked computes what gemm(.., b, ldb, ..) does, reading op(B) from `packed`
+    // (prepack of the same b, k and n by this backend in this process; b is read too): bit for
+    // bit from 5 rows on; for 1-4 rows each row as gemm computes it inside a larger batch
+    // (gemm's own few-row path rounds differently).
     virtual std::size_t prepacked_size(std::size_t /*k*/, std::size_t /*n*/) const { return 0; }
     virtual void prepack(bool /*trans_b*/, std::size_t /*k*/, std::size_t /*n*/, const float* /*b*/,
                          std::size_t /*ldb*/, float* /*packed*/) const {}
