@@ -119,4 +119,25 @@ void ChainOps::sync_dims(Node& chain, const ChainStore& layers, std::size_t nI_f
     if (nO && layers.node(y_from)->has_dim("nO")) chain.follow_dim("nO");
 }
 
+void ChainOps::before_init(Node& l, std::size_t produced, std::size_t width, bool has_sample) {
+    if (produced != dyn && l.has_dim("nI") && l.get_dim("nI") != produced)
+        throw ShapeError("chain(): " + l.name() + " expects input width " + std::to_string(l.get_dim("nI")) +
+                             (width != dyn ? " but the layer before it produces " : " but its input has width ") +
+                             std::to_string(produced),
+                         "tenon-E101");
+    if (!has_sample && width != dyn && !l.has_dim("nI")) {
+        const auto names = l.dim_names();
+        for (const auto& n : names)
+            if (n == "nI") {
+                l.set_dim("nI", width);
+                break;
+            }
+    }
+}
+
+void ChainOps::after_init(const Node& l, std::size_t& width, bool width_preserving) {
+    if (l.has_dim("nO")) width = l.get_dim("nO");
+    else if (!width_preserving) width = dyn;
+}
+
 }  // namespace tenon::detail

@@ -168,25 +168,11 @@ template <class L, class XV, class YV>
 void chain_init_layer(L& l, const XV* X, const YV* y, std::size_t& width) {
     // The run-time counterpart of E001, for widths that are dyn in the types: a width
     // mismatch found at run time, so tenon-E101 (E001 is the compile-time check's id).
-    if constexpr (has_columns<XV>()) {
-        const std::size_t produced = X ? X->shape(1) : width;
-        if (produced != dyn && l.has_dim("nI") && l.get_dim("nI") != produced)
-            throw ShapeError("chain(): " + l.name() + " expects input width " + std::to_string(l.get_dim("nI")) +
-                                 (width != dyn ? " but the layer before it produces " : " but its input has width ") +
-                                 std::to_string(produced),
-                             "tenon-E101");
-    }
-    if (!X && width != dyn && !l.has_dim("nI")) {
-        const auto names = l.dim_names();
-        for (const auto& n : names)
-            if (n == "nI") {
-                l.set_dim("nI", width);
-                break;
-            }
-    }
+    std::size_t produced = dyn;
+    if constexpr (has_columns<XV>()) produced = X ? X->shape(1) : width;
+    ChainOps::before_init(l, produced, width, X != nullptr);
     l.initialize_from(X, y);
-    if (l.has_dim("nO")) width = l.get_dim("nO");
-    else if (!width_preserving<L>) width = dyn;
+    ChainOps::after_init(l, width, width_preserving<L>);
 }
 
 template <class Out, class View>

@@ -127,6 +127,13 @@ struct ChainOps {
     // know them.
     static void sync_dims(Node& chain, const ChainStore& layers, std::size_t nI_from, std::size_t y_from, bool nI,
                           bool nO);
+    // Around each layer's initialize in a chain (chain_init_layer), the same for every layer
+    // type. Before: tenon-E101 when the layer's nI is not `produced` (the sample's width, or
+    // `width` from the layer before; dyn: unknown), and without a sample the layer's open nI
+    // set from `width`. After: the width the next layer gets (the layer's nO; unchanged by a
+    // width-preserving layer; else unknown).
+    static void before_init(Node& layer, std::size_t produced, std::size_t width, bool has_sample);
+    static void after_init(const Node& layer, std::size_t& width, bool width_preserving);
 };
 
 }  // namespace detail
