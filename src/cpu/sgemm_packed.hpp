@@ -74,6 +74,9 @@ constexpr std::size_t KC = 256;           // a B panel (KC x NR) stays in L1
 constexpr std::size_t MC = MR * (120 / MR);  // an A block (MC x KC) stays in L2
 constexpr std::size_t NC = NR * 64;       // a B block (KC x NC) stays in L2
 
+// n rounded up to whole panels: the width of each block of a packed op(B).
+constexpr std::size_t padded(std::size_t n) { return (n + NR - 1) / NR * NR; }
+
 struct Operands {
     bool ta, tb;
     const float* a;
@@ -193,6 +196,22 @@ void pack_b(const Operands& o, std::size_t p0, std::size_t kc, std::size_t j0, s
     }
 }
 
+// One row of a tile's sums into C[0:cols] (cols <= NR): alpha * sums, + C when `accumulate`.
+// A partial row gets the same arithmetic on a copy of its valid part, so that a value does not
+// depend on whether its tile is full (i.e. on how the caller split C).
+inline void store_sums(float* c, const V (&acc)[NV], std::size_t cols, V va, bool accumulate) {
+    if (cols == NR) {
+        for (std::size_t v = 0; v < NV; ++v)
+            vstore(c + v * VL, accumulate ? vfma(va, acc[v], vload(c + v * VL)) : vmul(va, acc[v]));
+        return;
+    }
+    alignas(64) float t[NR] = {};
+    if (accumulate) std::memcpy(t, c, cols * sizeof(float));
+    for (std::size_t v = 0; v < NV; ++v)
+        vstore(t + v * VL, accumulate ? vfma(va, acc[v], vload(t + v * VL)) : vmul(va, acc[v]));
+    std::memcpy(c, t, cols * sizeof(float));
+}
+
 // C[0:rows, 0:cols] = alpha * Ap * Bp (+ C when `accumulate`: a later block of k, or
 // beta != 0, which the caller has applied already) for one MR x NR tile.
 inline void micro_kernel(std::size_t kc, const float* __restrict Ap, const float* __restrict Bp, float* C,
@@ -210,27 +229,7 @@ inline void micro_kernel(std::size_t kc, const float* __restrict Ap, const float
         }
     }
     const V va = vset1(alpha);
-    if (rows == MR && cols == NR) {
-        for (std::size_t i = 0; i < MR; ++i)
-            for (std::size_t v = 0; v < NV; ++v) {
-                float* c = C + i * ldc + v * VL;
-                vstore(c, accumulate ? vfma(va, acc[i][v], vload(c)) : vmul(va, acc[i][v]));
-            }
-        return;
-    }
-    // An edge tile: the same arithmetic on a copy of the valid part of C (so that a value does
-    // not depend on whether its tile is full, i.e. on how the caller split C).
-    alignas(64) float tile[MR * NR] = {};
-    if (accumulate)
-        for (std::size_t i = 0; i < rows; ++i)
-            for (std::size_t j = 0; j < cols; ++j) tile[i * NR + j] = C[i * ldc + j];
-    for (std::size_t i = 0; i < MR; ++i)
-        for (std::size_t v = 0; v < NV; ++v) {
-            float* t = tile + i * NR + v * VL;
-            vstore(t, accumulate ? vfma(va, acc[i][v], vload(t)) : vmul(va, acc[i][v]));
-        }
-    for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t j = 0; j < cols; ++j) C[i * ldc + j] = tile[i * NR + j];
+    for (std::size_t i = 0; i < rows; ++i) store_sums(C + i * ldc, acc[i], cols, va, accumulate);
 }
 
 // Per-thread packing buffers: allocated at the first call, reused after (no allocation).
@@ -315,7 +314,7 @@ void small_m(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
 // panels (at k * npad; the packed size has room for it).
 constexpr std::size_t kFlagFloats = VL;
 bool packed_finite(const float* pb, std::size_t k, std::size_t pb_n) {
-    return pb[k * ((pb_n + NR - 1) / NR * NR)] == 1.0f;
+    return pb[k * padded(pb_n)] == 1.0f;
 }
 
 // Rows i < M of C against G panels of a prepacked block (kc rows of op(B), panels side by side,
@@ -342,22 +341,8 @@ void sparse_tile(std::size_t nsteps, const std::uint16_t* steps, const float* xs
     }
     const V va = vset1(alpha);
     for (std::size_t i = 0; i < M; ++i)
-        for (std::size_t g = 0; g < G; ++g) {
-            const std::size_t c0 = g * NR;
-            if (c0 >= cols) break;
-            float* ci = c + i * ldc + c0;
-            if (cols - c0 >= NR) {
-                for (std::size_t v = 0; v < NV; ++v)
-                    vstore(ci + v * VL, accumulate ? vfma(va, acc[i][g][v], vload(ci + v * VL)) : vmul(va, acc[i][g][v]));
-            } else {  // an edge panel: the same arithmetic on a copy of the valid part
-                alignas(64) float t[NR] = {};
-                const std::size_t w = cols - c0;
-                if (accumulate) std::memcpy(t, ci, w * sizeof(float));
-                for (std::size_t v = 0; v < NV; ++v)
-                    vstore(t + v * VL, accumulate ? vfma(va, acc[i][g][v], vload(t + v * VL)) : vmul(va, acc[i][g][v]));
-                std::memcpy(ci, t, w * sizeof(float));
-            }
-        }
+        for (std::size_t g = 0; g < G && g * NR < cols; ++g)
+            store_sums(c + i * ldc + g * NR, acc[i][g], std::min(NR, cols - g * NR), va, accumulate);
 }
 
 // m <= 4 rows against a prepacked op(B) that is all finite (a frozen plan serving): the packed
@@ -372,7 +357,7 @@ void few_rows_packed(const Operands& o, std::size_t n, std::size_t k, float alph
                      std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0) {
     constexpr std::size_t G = M == 1 ? 4 : M == 2 ? 2 : 1;  // panels at a time: 8 sums in registers
     if (beta != 0.0f && beta != 1.0f) scale_c(M, n, beta, c, ldc);
-    const std::size_t npad = (pb_n + NR - 1) / NR * NR;
+    const std::size_t npad = padded(pb_n);
     std::uint16_t steps[KC];
     float xs[KC * M];
     for (std::size_t pc = 0; pc < k; pc += KC) {
@@ -400,8 +385,7 @@ void few_rows_packed(const Operands& o, std::size_t n, std::size_t k, float alph
 
 bool few_rows_prepacked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta,
                         float* c, std::size_t ldc, const float* pb, std::size_t pb_n, std::size_t pb_j0) {
-    if (!pb || m == 0 || m > 4 || n == 0 || k == 0 || alpha == 0.0f || pb_j0 % NR != 0 || pb_j0 + n > pb_n ||
-        !packed_finite(pb, k, pb_n))
+    if (!pb || m == 0 || m > 4 || n == 0 || k == 0 || alpha == 0.0f || !packed_finite(pb, k, pb_n))
         return false;
     switch (m) {
     case 1: few_rows_packed<1>(o, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0); break;
@@ -422,7 +406,7 @@ void blocked(const Operands& o, std::size_t m, std::size_t n, std::size_t k, flo
     static thread_local std::vector<float> abuf, bbuf;
     float* Ap = buffer(abuf, MC * KC);
     float* Bp = buffer(bbuf, KC * NC);
-    const std::size_t pb_npad = (pb_n + NR - 1) / NR * NR;
+    const std::size_t pb_npad = padded(pb_n);
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = std::min(NC, n - jc);
         for (std::size_t pc = 0; pc < k; pc += KC) {
@@ -474,13 +458,13 @@ void TENON_SGEMM_FN(bool trans_a, bool trans_b, std::size_t m, std::size_t n, st
 }
 
 std::size_t TENON_SGEMM_PACKED_SIZE_FN(std::size_t k, std::size_t n) {
-    return k * ((n + NR - 1) / NR * NR) + kFlagFloats;
+    return k * padded(n) + kFlagFloats;
 }
 
 void TENON_SGEMM_PACK_FN(bool trans_b, std::size_t k, std::size_t n, const float* b, std::size_t ldb,
                          float* packed) {
     const Operands o{false, trans_b, nullptr, 0, b, ldb};
-    const std::size_t npad = (n + NR - 1) / NR * NR;
+    const std::size_t npad = padded(n);
     for (std::size_t pc = 0; pc < k; pc += KC) pack_b(o, pc, std::min(KC, k - pc), 0, n, packed + pc * npad);
     bool finite = true;
     for (std::size_t i = 0; i < k * npad && finite; ++i) finite = std::isfinite(packed[i]);
@@ -497,12 +481,12 @@ void TENON_SGEMM_PREPACKED_FN(bool trans_a, bool trans_b, std::size_t m, std::si
                               std::size_t pb_n, std::size_t pb_j0, float beta, float* c, std::size_t ldc,
                               const Epilogue* epi) {
     const Operands o{trans_a, trans_b, a, lda, b, ldb};
+    if (pb && (pb_j0 % NR != 0 || pb_j0 + n > pb_n)) pb = nullptr;  // (not a split this layout serves: pack here)
     if (few_rows_prepacked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0) ||
         trivial(o, m, n, k, alpha, beta, c, ldc)) {
         if (epi && m && n) epi->fn(epi->ctx, c, ldc, m, n, pb_j0);  // (the small-m rows are in cache)
         return;
     }
-    if (pb && (pb_j0 % NR != 0 || pb_j0 + n > pb_n)) pb = nullptr;  // (not a split this layout serves: pack here)
     blocked(o, m, n, k, alpha, beta, c, ldc, pb, pb_n, pb_j0, epi);
 }
 
