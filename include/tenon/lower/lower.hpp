@@ -121,11 +121,15 @@ struct layer_fns {
     }
 };
 
-template <class L>
+// Seq: whether the plan is over sequences (its model takes a List / Ragged: Plan::seq), known
+// from the model's type, so that a walk compiles only what such a plan can hold (a "head"
+// layer stage, which runs a first layer of another input type, exists only in a Floats2d
+// plan: a model over sequences does not compile one for each layer that takes ids).
+template <bool Seq, class L>
 void add(Builder& B, L& layer, void* slot);
-template <class L>
+template <bool Seq, class L>
 void add_erased(Builder& B, void* layer, void* slot) {
-    add(B, *static_cast<L*>(layer), slot);
+    add<Seq>(B, *static_cast<L*>(layer), slot);
 }
 // `slot`: the layer's Backprop inside the model's (a layer stage keeps its Backprop there), or
 // null where the parent keeps its children's Backprops in a list made at each call (clone's).
@@ -133,8 +137,9 @@ template <class... Ls>
 struct chain_walk<Chain<Ls...>> {
     static constexpr bool is_chain = true;
     // A loop over a table (as chain's own loops), not a recursion over the layers.
+    template <bool Seq>
     static void run(Builder& B, Chain<Ls...>& c, void* slot) {
-        static constexpr void (*table[])(Builder&, void*, void*) = {&add_erased<Ls>...};
+        static constexpr void (*table[])(Builder&, void*, void*) = {&add_erased<Seq, Ls>...};
         auto* bp = static_cast<typename Chain<Ls...>::Backprop*>(slot);
         for (std::size_t i = 0; i < sizeof...(Ls); ++i)
             table[i](B, c.layers().address(i), bp ? bp->bps.address(i) : nullptr);
@@ -146,7 +151,7 @@ struct chain_walk<Chain<Ls...>> {
 
 // A layer the plan does not fuse: a "layer" stage that runs the layer's own predict /
 // forward (a model's first layer may take another type than Floats2d: the "head").
-template <class L>
+template <bool Seq, class L>
 void add_layer(Builder& B, L& layer, void* slot) {
     static_assert(std::is_same_v<typename L::Out, Floats2d>,
                   "[tenon-E054] lower(model): the plan has no stage for a layer of this model (one that outputs "
@@ -154,41 +159,43 @@ void add_layer(Builder& B, L& layer, void* slot) {
                   "the model's own predict / begin_update, which run its layers");
     if (!slot) refuse(layer, "a layer the plan does not fuse, inside clone()");
     constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
-    if (head && (B.cur != 0 || B.p.seq))
+    if (head && (Seq || B.cur != 0))
         throw Error("lower(): " + layer.name() + " takes another data type than Floats2d: only the model's "
                     "first layer may", "tenon-E170");
-    const std::size_t nO = layer.has_dim("nO") ? layer.get_dim("nO") : B.width();
-    if (!head && layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
-    if (nO == 0 || (!head && B.width() == 0))
-        throw Error("lower(): the widths of " + layer.name() + " are not known (initialize the model first)",
-                    "tenon-E170");
-    Stage& s = B.open(Prim::layer, head ? 0 : B.p.bounds[B.cur].width, nO);
-    s.layer = &layer;
-    s.name = layer.name();
-    s.head = head;
-    using XV = std::conditional_t<head, typename L::InView, Floats2dCView>;
-    s.fns = LayerFns{&layer_fns<L, XV>::predict, &layer_fns<L, XV>::forward, &layer_fns<L, XV>::backward};
-    s.bp_offset = static_cast<std::size_t>(static_cast<const char*>(slot) - B.bp_root);
+    // (A plan over sequences has no head: the stage's functions are not compiled for one.)
+    if constexpr (!(head && Seq)) {
+        const std::size_t nO = layer.has_dim("nO") ? layer.get_dim("nO") : B.width();
+        if (!head && layer.has_dim("nI")) B.expect_width(layer, layer.get_dim("nI"));
+        if (nO == 0 || (!head && B.width() == 0))
+            throw Error("lower(): the widths of " + layer.name() + " are not known (initialize the model first)",
+                        "tenon-E170");
+        Stage& s = B.open(Prim::layer, head ? 0 : B.p.bounds[B.cur].width, nO);
+        s.layer = &layer;
+        s.name = layer.name();
+        s.head = head;
+        using XV = std::conditional_t<head, typename L::InView, Floats2dCView>;
+        s.fns = LayerFns{&layer_fns<L, XV>::predict, &layer_fns<L, XV>::forward, &layer_fns<L, XV>::backward};
+        s.bp_offset = static_cast<std::size_t>(static_cast<const char*>(slot) - B.bp_root);
+    }
 }
 
-template <class L>
+template <bool Seq, class L>
 void add(Builder& B, L& layer, void* slot) {
-    if constexpr (!chain_walk<L>::is_chain && !std::is_same_v<typename L::In, Floats2d>) {
-        if (!B.p.seq) {  // a head: the first layer of a Floats2d plan
-            if constexpr (std::is_same_v<typename L::Out, Floats2d>) return add_layer(B, layer, slot);
-            else refuse(layer, "a first layer that does not output a Floats2d");
-        }
+    if constexpr (!Seq && !chain_walk<L>::is_chain && !std::is_same_v<typename L::In, Floats2d>) {
+        // a head: the first layer of a Floats2d plan
+        if constexpr (std::is_same_v<typename L::Out, Floats2d>) return add_layer<Seq>(B, layer, slot);
+        else refuse(layer, "a first layer that does not output a Floats2d");
     }
     if (B.p.bounds[B.cur].ints && !lowered_as_a<L, TableStage> && !lowered_as_a<L, SameRows> &&
         !lowered_as_a<L, ConcatBranches> && !lowered_as_a<L, OnRows> && !chain_walk<L>::is_chain &&
         !reads_ids<L>())
         refuse(layer, "only an embedding table may read the ids");
     if constexpr (chain_walk<L>::is_chain) {
-        chain_walk<L>::run(B, layer, slot);
+        chain_walk<L>::template run<Seq>(B, layer, slot);
     } else if constexpr (is_residual<L>) {
         const std::size_t b_in = B.cur, n = B.width();
         B.pinned = true;  // the block's input stays an array: the add reads it
-        add(B, layer.layer(), slot ? &static_cast<typename L::Backprop*>(slot)->bp : nullptr);
+        add<Seq>(B, layer.layer(), slot ? &static_cast<typename L::Backprop*>(slot)->bp : nullptr);
         if (B.width() != n)
             throw ShapeError("lower(): " + layer.name() + ": the layer's output width " + std::to_string(B.width()) +
                                  " is not its input width " + std::to_string(n),
@@ -286,7 +293,7 @@ void add(Builder& B, L& layer, void* slot) {
         std::size_t keys = npos;
         if constexpr (has_keys<L>()) {
             B.pinned = true;
-            add(B, layer.key_transform(), slot ? &static_cast<typename L::Backprop*>(slot)->key_bp : nullptr);
+            add<Seq>(B, layer.key_transform(), slot ? &static_cast<typename L::Backprop*>(slot)->key_bp : nullptr);
             if (B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints || B.width() != nI)
                 refuse(layer, "its key transform does not give one key of width nI per row");
             keys = B.cur;
@@ -305,7 +312,7 @@ void add(Builder& B, L& layer, void* slot) {
             std::size_t pad = 0;
             if constexpr (L::plan_pads) pad = layer.pad();
             if (pad == 0) {
-                add(B, layer.layer(), inner);
+                add<Seq>(B, layer.layer(), inner);
             } else {
                 // The layer sees the rows with pad zero rows around each sequence: a padded space.
                 if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
@@ -324,7 +331,7 @@ void add(Builder& B, L& layer, void* slot) {
                 ps.name = "pad";
                 ps.space = B.p.bounds[ps.out].space = sp;
                 B.pinned = true;  // the pad rows must stay zero: nothing merges into the pad stage
-                add(B, layer.layer(), inner);
+                add<Seq>(B, layer.layer(), inner);
                 if (B.p.bounds[B.cur].space != sp) refuse(layer, "its layer changed the rows");
                 B.pinned = true;
                 Stage& us = B.open(Prim::unpad, B.width(), B.width());
@@ -339,7 +346,7 @@ void add(Builder& B, L& layer, void* slot) {
         auto branch = [&](auto& c, void* cslot) {
             B.cur = b_in;
             B.pinned = true;
-            add(B, c, cslot);
+            add<Seq>(B, c, cslot);
             parts.push_back(B.cur);
         };
         auto& kids = layer.layers();
@@ -364,14 +371,14 @@ void add(Builder& B, L& layer, void* slot) {
         // holds a layer stage (which needs a place there) makes the whole clone one layer stage.
         using Copy = std::remove_cvref_t<decltype(layer[0])>;
         if constexpr (fully_fused<Copy>::value) {
-            for (std::size_t i = 0; i < layer.size(); ++i) add(B, layer[i], nullptr);
+            for (std::size_t i = 0; i < layer.size(); ++i) add<Seq>(B, layer[i], nullptr);
         } else if constexpr (std::is_same_v<typename L::Out, Floats2d>) {
-            add_layer(B, layer, slot);
+            add_layer<Seq>(B, layer, slot);
         } else {
             refuse(layer, "a copy holds a layer the plan does not fuse");
         }
     } else {
-        add_layer(B, layer, slot);
+        add_layer<Seq>(B, layer, slot);
     }
 }
 
@@ -592,7 +599,7 @@ private:
         }
         typename M::Backprop dummy{};
         lowering::Builder B{p, reinterpret_cast<const char*>(&dummy)};
-        lowering::add(B, model, &dummy);
+        lowering::add<seq>(B, model, &dummy);
         if (p.stages.empty())
             throw Error("lower(): " + model.name() + " has no stage", "tenon-E170");
         if constexpr (seq) {
