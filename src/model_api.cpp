@@ -13,6 +13,7 @@ namespace tenon {
 namespace detail {
 struct ModelApi {
     static void renew_id(Node& n);
+    static std::string width_difference(const Node& root, const Node& a, const Node& b);
 };
 }  // namespace detail
 
@@ -46,6 +47,30 @@ void remap(const std::vector<Node*>& owners, const std::unordered_map<const Node
 
 void detail::ModelApi::renew_id(Node& n) { n.id_ = fresh_id(); }
 
+// Two trees of the same names whose types differ in a width the type fixes (Relu<4, 4> in a
+// clone after a Relu<4>, against a Relu<4> written alone): the first such width, said so the
+// user can write the replacement's type. "" when no static width differs.
+std::string detail::ModelApi::width_difference(const Node& root, const Node& a, const Node& b) {
+    const auto na = a.walk();
+    const auto nb = b.walk();
+    if (na.size() != nb.size()) return "";
+    const auto shown = [](std::size_t v) { return v == dyn ? std::string("dyn") : std::to_string(v); };
+    for (std::size_t i = 0; i < na.size(); ++i) {
+        if (na[i]->name_ != nb[i]->name_ || na[i]->dims_.size() != nb[i]->dims_.size()) return "";
+        for (std::size_t d = 0; d < na[i]->dims_.size(); ++d) {
+            const auto& x = na[i]->dims_[d];
+            const auto& y = nb[i]->dims_[d];
+            if (x.name != y.name) return "";
+            if (x.fixed != y.fixed)
+                return "; the types differ in a width the type fixes: " + node_path(root, *na[i]) + " has " +
+                       x.name + " " + shown(x.fixed) + " in its type, the replacement's '" + nb[i]->name_ +
+                       "' has " + shown(y.fixed) + " (widths flow into a combinator from the layer before " +
+                       "it: give the replacement's layer the same static widths)";
+        }
+    }
+    return "";
+}
+
 void detail::remap_refs(const Node& from, Node& to) {
     const auto a = from.walk();
     const auto b = to.walk();
@@ -63,7 +88,8 @@ bool Node::replace_node(Node& old, const Node& replacement) {
     const auto fail = [&] {
         throw Error("replace_node: " + node_path(*this, old) + " is a '" + old.name() +
                         "' and cannot be replaced by '" + replacement.name() +
-                        "': in a typed model the replacement must be a model of the same type",
+                        "': in a typed model the replacement must be a model of the same type" +
+                        detail::ModelApi::width_difference(*this, old, replacement),
                     "tenon-E233");
     };
     if (typeid(old) != typeid(replacement)) fail();

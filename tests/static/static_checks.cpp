@@ -87,8 +87,31 @@ static_assert(same<decltype(chain(std::as_const(a_lvalue), B(), C())), Flat>);
 using CL = decltype(clone(Relu<512, 512>(), 3));
 static_assert(same<CL, Clone<Relu<512, 512>>>);
 static_assert(CL::static_nO == 512 && CL::static_nI == 512);
+// The width before a clone flows into its copies.
 static_assert(same<decltype(Relu<512, 784>() >> clone(Relu<512>(), 2) >> Softmax<10>()),
-                   Chain<Relu<512, 784>, Clone<Relu<512>>, Softmax<10, 512>>>);
+                   Chain<Relu<512, 784>, Clone<Relu<512, 512>>, Softmax<10, 512>>>);
+// ... and into a chain inside a residual inside a clone, even where the residual's width is
+// already fixed by its layer's nO (96): expand_window gets nI 96, the Maxout nI 288.
+using Encoder96 = decltype(Relu<96, 16>() >> clone(residual(expand_window<1>() >> Maxout<96, 288, 3>()), 2));
+static_assert(
+    same<Encoder96, Chain<Relu<96, 16>, Clone<Residual<Chain<ExpandWindow<Floats2d, 1, 96>, Maxout<96, 288, 3>>>>>>);
+using Windowed96 = decltype(Relu<96, 16>() >> with_array<Floats2d>(expand_window<1>() >> Relu<96>()));
+static_assert(same<Windowed96::Layers, ChainLayers<Relu<96, 16>, WithArray<Chain<ExpandWindow<Floats2d, 1, 96>,
+                                                                                Relu<96, 288>>,
+                                                                          Floats2d, false>>>);
+// ... and through the sequence wrappers (with_list, with_ragged, with_padded) into their layers.
+using ListIn = decltype(list2ragged() >> with_array<Ragged>(Relu<96, 8>()) >>
+                        with_list<Ragged>(with_array<List<Floats2d>>(Relu<32>())));
+static_assert(same<ListIn::Layers, ChainLayers<List2Ragged<Floats2d>, WithArray<Relu<96, 8>, Ragged, false>,
+                                               WithList<WithArray<Relu<32, 96>, List<Floats2d>, false>, Ragged>>>);
+using RaggedIn = decltype(with_array<List<Floats2d>>(Relu<96, 8>()) >>
+                          with_ragged<List<Floats2d>>(with_array<Ragged>(Relu<32>())));
+static_assert(same<RaggedIn::Layers, ChainLayers<WithArray<Relu<96, 8>, List<Floats2d>, false>,
+                                                 WithRagged<WithArray<Relu<32, 96>, Ragged, false>, List<Floats2d>>>>);
+using PaddedIn = decltype(with_array<List<Floats2d>>(Relu<96, 8>()) >>
+                          with_padded<List<Floats2d>>(with_array<Padded>(Relu<32>())));
+static_assert(same<PaddedIn::Layers, ChainLayers<WithArray<Relu<96, 8>, List<Floats2d>, false>,
+                                                 WithPadded<WithArray<Relu<32, 96>, Padded, false>, List<Floats2d>>>>);
 static_assert(same<decltype(clone(Relu<>(), 2)), Clone<Relu<>>> && Clone<Relu<>>::static_nO == dyn);
 
 // ---- Named model types --------------------------------------------------------------------------

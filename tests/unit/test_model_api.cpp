@@ -86,7 +86,8 @@ TEST_CASE("model api: replace_node copies a model of the same type into the node
     model.set_ref("block_inner", &old.layer());
     model.set_ref("other", &cl[2]);
 
-    auto repl = residual(Relu<4>());
+    // The clone after Relu<4> holds Residual<Relu<4, 4>>: the width before it is in its type.
+    auto repl = residual(Relu<4, 4>());
     repl.initialize(random_array(2, 4, 7));
     repl.set_ref("inner", &repl.layer());
     // Different weights from the old node's.
@@ -107,7 +108,7 @@ TEST_CASE("model api: replace_node copies a model of the same type into the node
     CHECK(Y.shape(1) == 2);
 
     SECTION("a node not in the tree: false") {
-        auto stray = residual(Relu<4>());
+        auto stray = residual(Relu<4, 4>());
         CHECK_FALSE(model.replace_node(stray, repl));
     }
     SECTION("a model of another type: E233 naming the path and both names") {
@@ -121,6 +122,20 @@ TEST_CASE("model api: replace_node copies a model of the same type into the node
                                      Contains("residual(mish)"));
         }
         CHECK(values(cl[0].layer().get_param("W")) != std::vector<float>{});  // unchanged, still allocated
+    }
+    SECTION("the same names but another static width: E233 says which width differs") {
+        auto loose = residual(Relu<4>());  // nI dyn in its type; the clone's copies have nI 4
+        loose.initialize(random_array(2, 4, 7));
+        const auto W = values(cl[0].layer().get_param("W"));
+        try {
+            model.replace_node(cl[0], loose);
+            FAIL("no error");
+        } catch (const Error& e) {
+            CHECK(e.id() == "tenon-E233");
+            CHECK_THAT(e.what(), Contains("chain>1>clone>0>residual>relu has nI 4 in its type") &&
+                                     Contains("the replacement's 'relu' has dyn"));
+        }
+        CHECK(values(cl[0].layer().get_param("W")) == W);  // unchanged
     }
     SECTION("the root itself") {
         auto other = make_model();
@@ -288,8 +303,9 @@ TEST_CASE("model api: set_dropout_rate sets the attribute on the nodes whose nam
 
 TEST_CASE("model api: a run-time error deep in a clone/residual stack names the node by its path", "[model_api]") {
     // A maxout deep in the stack that was re-initialised for input width 10, where the
-    // window before it gives 12: its own width check throws at run time.
-    auto model = Relu<4>() >> clone(residual(expand_window<1>() >> Maxout<4>({.nP = 2})), 2);
+    // window before it gives 12: its own width check throws at run time. (A run-time window:
+    // with expand_window<1>() the types would fix the Maxout's nI at 12, and set_dim refuse 10.)
+    auto model = Relu<4>() >> clone(residual(expand_window(1) >> Maxout<4>({.nP = 2})), 2);
     const Floats2d X = random_array(5, 3, 1);
     model.initialize(X);
     auto& maxout = model.layer<1>()[0].layer().layer<1>();
@@ -317,8 +333,10 @@ TEST_CASE("model api: a run-time error deep in a clone/residual stack names the 
     // The same error again (a second call): the path is not prefixed twice.
     expect_path([&] { (void)model.predict(X); }, path);
 
-    // A combinator's own error names the combinator's path (ids kept: E101 from the chain).
-    auto bad = Relu<4>() >> clone(residual(expand_window<1>() >> Maxout<4, 10>({.nP = 2})), 2);
+    // A combinator's own error names the combinator's path (ids kept: E101 from the chain). (The
+    // window is a run-time value: with expand_window<1>() the types would fix 12 != 10, a
+    // compile-time E001, tests/compile_fail/e001_nested_residual_window.cpp.)
+    auto bad = Relu<4>() >> clone(residual(expand_window(1) >> Maxout<4, 10>({.nP = 2})), 2);
     try {
         bad.initialize(X);
         FAIL("no error");

@@ -182,6 +182,16 @@ TEST_CASE("static init: without data = with data of the same widths (same seed, 
             },
             X);
     }
+    SECTION("the width before a clone reaches the chain in its residual (converted at construction)") {
+        // Relu<96, 32> >> clone(residual(expand_window<1> >> Maxout<96, dyn, 3>)): the types
+        // become ExpandWindow<.., 1, 96> and Maxout<96, 288, 3> inside (tests/static).
+        check_same_as_with_data(
+            [] {
+                auto block = residual(expand_window<1>() >> Maxout<96, dyn, 3>());  // an lvalue: copied in
+                return Relu<96, 32>() >> clone(block, 2) >> with_array<Floats2d>(expand_window<1>() >> Relu<8>());
+            },
+            X);
+    }
     SECTION("clone of add with noop: the output width is the input width") {
         check_same_as_with_data(
             [] { return Relu<24, 32>() >> clone(noop() + Relu<>(), 2) >> noop() >> Softmax<>({.nO = 3}); }, X);

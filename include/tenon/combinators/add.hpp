@@ -98,6 +98,8 @@ public:
     // The same layers with a static nI (chain's width propagation).
     template <std::size_t W>
     using with_nI = Add<typename widths::rebind_nI<Ls, W>::type...>;
+    template <std::size_t W>
+    using nested_failure = widths::first_failure_t<widths::nested_failure_t<Ls, W>...>;
 
     template <class... Us>
         requires(sizeof...(Us) == N)

@@ -64,6 +64,8 @@ public:
                                                  : dyn;
     template <std::size_t W>
     using with_nI = Bidirectional<typename widths::rebind_nI<L, W>::type, typename widths::rebind_nI<R, W>::type>;
+    template <std::size_t W>
+    using nested_failure = widths::first_failure_t<widths::nested_failure_t<L, W>, widths::nested_failure_t<R, W>>;
 
     Bidirectional(L l2r, R r2l)
         : Base("bi" + l2r.name(), {{"nO", static_nO}, {"nI", static_nI}}, {}), l2r_(std::move(l2r)),

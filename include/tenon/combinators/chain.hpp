@@ -277,6 +277,16 @@ namespace detail {
 // adds no error of its own (model/failed_model.hpp). The Chain class asserts the same.
 template <class List>
 struct chain_check_of;
+// What fails inside the layers (widths::nested_failure) at the widths that reach them; only
+// asked where some layer holds layers.
+template <bool AnyInside, class Seq, class... Ls>
+struct chain_nested_of {
+    using type = void;
+};
+template <std::size_t... I, class... Ls>
+struct chain_nested_of<true, std::index_sequence<I...>, Ls...> {
+    using type = widths::first_failure_t<widths::nested_failure_t<Ls, widths::flow<Ls...>::incoming.at[I]>...>;
+};
 template <class... Ls>
 struct chain_check_of<type_list<Ls...>> {
     static constexpr std::size_t N = sizeof...(Ls);
@@ -285,10 +295,31 @@ struct chain_check_of<type_list<Ls...>> {
     using types = typename check::chain_type_check<bad_type, Ls...>::type;
     using width_check = typename check::chain_width_check_at<bad_type == N && flow.bad < N, flow.bad, flow.expects,
                                                              flow.producer, flow.produces, Ls...>::type;
-    static constexpr bool ok = bad_type == N && !(flow.bad < N);
+    // A mismatch inside a layer that the widths flowing through the chain reach (a chain in a
+    // residual or a clone): that check, where the chain's own pass.
+    using nested = typename chain_nested_of<flow.any_inside && bad_type == N && !(flow.bad < N),
+                                            std::index_sequence_for<Ls...>, Ls...>::type;
+    using nested_check =
+        std::conditional_t<std::is_void_v<nested>, check::chain_widths<check::ok, check::ok, check::ok, check::ok>,
+                           nested>;
+    static constexpr bool ok = bad_type == N && !(flow.bad < N) && std::is_void_v<nested>;
+    // The failing check (for a chain nested in another: widths::nested_failure).
+    using failure =
+        std::conditional_t<(bad_type < N), types, std::conditional_t<(flow.bad < N), width_check, nested>>;
 };
 
 }  // namespace detail
+
+namespace widths {
+// The chain of layers Ls when width W reaches the first one: each layer whose nI is dyn
+// rebound to the static width that reaches it (Chain::with_nI, below the class).
+template <std::size_t W, class Seq, class... Ls>
+struct rebound_chain_from;
+// What fails inside or along the chain of layers Ls when width W reaches the first one (void:
+// nothing): Chain::nested_failure, below the class.
+template <std::size_t W, class Seq, class... Ls>
+struct chain_failure_from;
+}  // namespace widths
 
 // Its layers are models: chain(), >> and chain_from check that where a chain is made (the
 // class itself does not check it again: at each step of `l0 >> l1 >> ...` that check went
@@ -306,6 +337,7 @@ class Chain : public Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In,
     static constexpr auto flow = Checks::flow;
     static_assert(sizeof(typename Checks::types) > 0);        // E002
     static_assert(sizeof(typename Checks::width_check) > 0);  // E001, E025
+    static_assert(sizeof(typename Checks::nested_check) > 0);  // inside a layer (a residual's chain)
 
     using Base = Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In, typename detail::chain_ends<Ls...>::Out>;
     friend Base;
@@ -321,6 +353,13 @@ public:
     static constexpr std::size_t static_nI = flow.first_in;
     static constexpr std::size_t static_nO = flow.outgoing;
     static constexpr bool width_preserving = flow.all_keep;
+    // The same chain nested in another model (residual, clone, with_array, ...) after a layer of
+    // static width W: the width flows into its layers, so a mismatch inside it is found at
+    // compile time wherever it is nested (and its layers know their widths without data).
+    template <std::size_t W>
+    using with_nI = typename widths::rebound_chain_from<W, std::index_sequence_for<Ls...>, Ls...>::type;
+    template <std::size_t W>
+    using nested_failure = typename widths::chain_failure_from<W, std::index_sequence_for<Ls...>, Ls...>::type;
 
     // From the layers, or from layers that convert to them (the same layers before static
     // width propagation rebound their nI).
@@ -333,6 +372,11 @@ public:
                                            detail::type_list<Us...>>::value.data(),
                   {static_cast<void*>(&std::get<I>(layers))...}};
           }(std::make_index_sequence<N>{})) {}
+
+    // From the same layers before a width reached them (with_nI): each moved in, converted.
+    template <class... Us>
+        requires(sizeof...(Us) == N && !std::is_same_v<Chain<Us...>, Chain>)
+    explicit Chain(Chain<Us...>&& other) : Chain(detail::from_source, source_of(other)) {}
 
     // Layer i is src.entry(i) (how chain() builds a chain).
     template <class Src>
@@ -428,6 +472,18 @@ public:
     }
 
 private:
+    // The layers of a chain of the same length, to be moved in and converted (with_nI).
+    template <class... Us>
+    static detail::chain_source<N> source_of(Chain<Us...>& other) {
+        if (other.layers().empty()) detail::throw_moved_chain(other.name());
+        detail::chain_source<N> src{
+            detail::chain_make_table<detail::chain_all_moved, detail::type_list<Ls...>, detail::type_list<Us...>>::value
+                .data(),
+            {}};
+        for (std::size_t i = 0; i < N; ++i) src.from[i] = other.layers().address(i);
+        return src;
+    }
+
     // The children as Nodes, in order (a chain whose layers were moved out has none: E118).
     std::array<Node*, N> children() {
         require_layers();
@@ -589,6 +645,27 @@ template <std::size_t... I, class... Ls>
 struct rebound_chain<std::index_sequence<I...>, Ls...> {
     using type = Chain<typename widths::rebind_nI<Ls, widths::flow<Ls...>::incoming.at[I]>::type...>;
 };
+template <std::size_t W, std::size_t... I, class... Ls>
+struct rebound_chain_from<W, std::index_sequence<I...>, Ls...> {
+    using type =
+        Chain<typename widths::rebind_nI<Ls, widths::flow<Ls...>::template incoming_from<W>.at[I]>::type...>;
+};
+// (The layers' own failures first; then the check of the layers rebound to the widths.)
+template <class Inner, class Rebound>
+struct chain_failure_or_check {
+    using type = Inner;
+};
+template <class... Ls>
+struct chain_failure_or_check<void, detail::type_list<Ls...>> {
+    using Check = detail::chain_check_of<detail::type_list<Ls...>>;
+    using type = std::conditional_t<Check::ok, void, typename Check::failure>;
+};
+template <std::size_t W, std::size_t... I, class... Ls>
+struct chain_failure_from<W, std::index_sequence<I...>, Ls...> {
+    using type = typename chain_failure_or_check<
+        first_failure_t<nested_failure_t<Ls, flow<Ls...>::template incoming_from<W>.at[I]>...>,
+        detail::type_list<typename rebind_nI<Ls, flow<Ls...>::template incoming_from<W>.at[I]>::type...>>::type;
+};
 }  // namespace widths
 
 // chain_from(tuple of layers): the chain of those layers, each whose nI is dyn rebound to
@@ -728,6 +805,7 @@ template <class... Ms>
     if constexpr (!Check::ok) {
         static_assert(sizeof(typename Check::types) > 0);   // E002
         static_assert(sizeof(typename Check::width_check) > 0);  // E001
+        static_assert(sizeof(typename Check::nested_check) > 0);  // inside a layer: its own id
         return failed_model{};
     } else if constexpr (chain_appends<Ms...>) {
         return [](auto&& prefix, auto&& last) {

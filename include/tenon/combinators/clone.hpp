@@ -44,6 +44,12 @@ public:
     static constexpr std::size_t static_nO = widths::static_nO<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
     static constexpr lowering::CloneCopies lowered_as{};  // lower(): the copies' stages in order
+    // After a layer of static width W (chain's width propagation): the width flows into the
+    // copies, so a mismatch inside them is a compile error wherever the clone is nested.
+    template <std::size_t W>
+    using with_nI = Clone<typename widths::rebind_nI<L, W>::type>;
+    template <std::size_t W>
+    using nested_failure = widths::nested_failure_t<L, W>;
 
     Clone(const L& layer, std::size_t n) : Base("clone", {{"nO", static_nO}, {"nI", static_nI}}, {}) {
         copies_.reserve(n);
@@ -52,6 +58,21 @@ public:
         sync_dims();  // widths the layer already knows (its options), for the models around it
         // n == 0 is the identity; copies of an initialised layer are ready to use as they are.
         if (n == 0 || layer.is_initialized()) this->mark_initialized();
+    }
+
+    // From the copies before the width reached them (with_nI): each moved in, converted.
+    template <class U>
+        requires(!std::is_same_v<U, L>)
+    explicit Clone(Clone<U>&& other) : Base("clone", {{"nO", static_nO}, {"nI", static_nI}}, {}) {
+        copies_.reserve(other.size());
+        bool all_initialized = true;
+        for (std::size_t i = 0; i < other.size(); ++i) {
+            copies_.push_back(L(std::move(other[i])));
+            all_initialized = all_initialized && copies_.back().is_initialized();
+        }
+        this->name_ = other.name();
+        sync_dims();
+        if (all_initialized) this->mark_initialized();
     }
 
     std::size_t size() const noexcept { return copies_.size(); }

@@ -87,6 +87,8 @@ public:
     }();
     template <std::size_t W>
     using with_nI = Concatenate<typename widths::rebind_nI<Ls, W>::type...>;
+    template <std::size_t W>
+    using nested_failure = widths::first_failure_t<widths::nested_failure_t<Ls, W>...>;
     // lower(): each branch's stages from the same boundary, then a concat stage.
     static constexpr lowering::ConcatBranches lowered_as{};
 

@@ -57,6 +57,8 @@ public:
     static constexpr bool nO_is_nI = true;
     template <std::size_t W>
     using with_nI = Residual<typename widths::rebind_nI<L, W>::type>;
+    template <std::size_t W>
+    using nested_failure = widths::nested_failure_t<L, W>;
 
     explicit Residual(L layer)
         : Base("residual(" + layer.name() + ")", {{"nO", static_nO}, {"nI", static_nI}}, {}),

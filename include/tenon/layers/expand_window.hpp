@@ -54,6 +54,8 @@ private:
 public:
     static constexpr std::size_t static_nI = NI == 0 ? dyn : NI;
     static constexpr std::size_t static_nO = W == dyn || static_nI == dyn ? dyn : (2 * W + 1) * static_nI;
+    // Chain's width propagation: the output width, given the input's.
+    static constexpr std::size_t nO_per_nI = W == dyn ? 0 : 2 * W + 1;
 
     // The same layer with a static nI (chain's width propagation), where the window is static
     // too: then its output width is static as well.

@@ -5,6 +5,7 @@
 //                            (Dropout, noop, sigmoid_activation)
 //   with_nI<W>               the same layer with a static nI (chain's width propagation)
 //   nO_is_nI                 true when the output width is the input width (LayerNorm)
+//   nO_per_nI                k when the output width is k times the input width (expand_window)
 // and, at run time, how a combinator hands a width it knows to a child that does not
 // (offer, known): how initialize() without sample data reaches every layer whose widths
 // the types (or the options) fix.
@@ -16,6 +17,7 @@
 
 #include "tenon/model/node.hpp"
 #include "tenon/types/array.hpp"
+#include "tenon/util/pack.hpp"
 
 namespace tenon::widths {
 
@@ -31,11 +33,32 @@ template <class L>
 inline constexpr bool width_preserving = [] {
     if constexpr (requires { L::width_preserving; }) return bool(L::width_preserving); else return false;
 }();
+// (Probed with dyn, which names the type itself: a probe with a width would make a new type
+// of each combinator and chain, and instantiate it, a chain with a mismatch at that width
+// included. A type that with_nI<dyn> does not name is not rebound: a layer whose nI the type
+// already fixes, or a user's model type derived from a chain, which inherits Chain's.)
 template <class L>
-inline constexpr bool rebindable = requires { typename L::template with_nI<1>; };
+inline constexpr bool rebindable = [] {
+    if constexpr (requires { typename L::template with_nI<dyn>; })
+        return std::is_same_v<typename L::template with_nI<dyn>, L>;
+    else
+        return false;
+}();
+// Whether L holds layers that a width given to it reaches (a combinator: chain, residual,
+// clone, with_array, ...): it names what would fail inside it (nested_failure, below). Probed
+// by name: an alias template given as a template argument is not instantiated.
+template <template <std::size_t> class>
+struct template_probe {};
+template <class L>
+inline constexpr bool has_inside = requires { typename template_probe<L::template nested_failure>; };
 template <class L>
 inline constexpr bool nO_is_nI = [] {
     if constexpr (requires { L::nO_is_nI; }) return bool(L::nO_is_nI); else return false;
+}();
+// k where the output width is k times the input width (expand_window: 2 * window + 1), else 0.
+template <class L>
+inline constexpr std::size_t nO_per_nI = [] {
+    if constexpr (requires { L::nO_per_nI; }) return std::size_t(L::nO_per_nI); else return std::size_t(0);
 }();
 
 // The same as variables (computed once per layer type: cheaper in flow's tables).
@@ -48,18 +71,64 @@ inline constexpr std::size_t static_nI_v = static_nI<L>();
 // pack expansion per chain type instead of one per trait).
 struct Traits {
     std::size_t nO = dyn, nI = dyn;
-    bool keeps = false, rebind = false, follows = false;
+    bool keeps = false, rebind = false, follows = false, inside = false;
+    std::size_t per = 0;  // nO_per_nI
 };
 template <class L>
-inline constexpr Traits traits_v{static_nO<L>(), static_nI<L>(), width_preserving<L>, rebindable<L>, nO_is_nI<L>};
+inline constexpr Traits traits_v{static_nO<L>(), static_nI<L>(), width_preserving<L>, rebindable<L>,
+                                 nO_is_nI<L>, has_inside<L>, nO_per_nI<L>};
 
-// L with its dyn nI made W, where L can be rebound; otherwise L.
+// What fails inside L when width W reaches it: void when nothing does, else the failing check
+// (instantiating it gives the error), e.g. expand_window<1>() >> Maxout<96, 96>() in a
+// residual after a 96-wide layer (3 * 96 reach the Maxout). Asked only where W rebinds L
+// (rebind_nI): a combinator's names its layers' (Chain's: its own check after the width
+// flowed through it), so that the chain around it can say so where it is made, rather than
+// fail deep inside the computation of its type.
+template <class L, std::size_t W>
+struct nested_failure {
+    using type = void;
+};
+template <class L, std::size_t W>
+    requires(W != dyn && has_inside<L> && (static_nI<L>() == dyn || static_nI<L>() == W))
+struct nested_failure<L, W> {
+    using type = typename L::template nested_failure<W>;
+};
+template <class L, std::size_t W>
+using nested_failure_t = typename nested_failure<L, W>::type;
+
+// The first of some failures that is not void (void when all are): a constexpr search, not a
+// recursion over the pack.
+template <bool Found, std::size_t I, class... F>
+struct failure_at {
+    using type = void;
+};
+template <std::size_t I, class... F>
+struct failure_at<true, I, F...> {
+    using type = type_at_t<I, F...>;
+};
+template <class... F>
+struct first_failure {
+    static constexpr std::size_t at = [] {
+        const bool is_void[] = {std::is_void_v<F>..., false};
+        std::size_t i = 0;
+        while (i < sizeof...(F) && is_void[i]) ++i;
+        return i;
+    }();
+    using type = typename failure_at<(at < sizeof...(F)), at, F...>::type;
+};
+template <class... F>
+using first_failure_t = typename first_failure<F...>::type;
+
+// L with its dyn nI made W, where L can be rebound; otherwise L. Also where L's nI is already
+// W: a layer stays as it is, a combinator (residual, clone, ...) whose width its layer's nO
+// fixes hands W on to the layers inside it that do not know it (expand_window in a residual).
 template <class L, std::size_t W>
 struct rebind_nI {
     using type = L;
 };
 template <class L, std::size_t W>
-    requires(W != dyn && rebindable<L> && static_nI<L>() == dyn)
+    requires(W != dyn && rebindable<L> && (static_nI<L>() == dyn || static_nI<L>() == W) &&
+             std::is_void_v<nested_failure_t<L, W>>)
 struct rebind_nI<L, W> {
     using type = typename L::template with_nI<W>;
 };
@@ -78,17 +147,21 @@ struct FlowResult {
     // when none does): a chain's nI and nO are theirs.
     std::size_t first_changer = 0, last_changer = 0;
     bool all_keep = true;  // every layer keeps the width (LayerNorm, Dropout, ...)
+    bool any_inside = false;  // some layer holds layers (has_inside): nested_failure may apply
 };
 // The walk over n layers' traits; `incoming`, when given, gets the static width reaching
 // each layer (or dyn). One function for every sequence of layers (not a member of flow: its
 // body is then not instantiated again for each chain type).
-constexpr FlowResult walk_widths(const Traits* t, std::size_t n, std::size_t* incoming) {
+// `w0`: the static width reaching the first layer (a sequence nested in another model, rebound
+// to the width before it: Chain::with_nI), or dyn.
+constexpr FlowResult walk_widths(const Traits* t, std::size_t n, std::size_t* incoming, std::size_t w0 = dyn) {
     FlowResult r;
     r.bad = n;
-    std::size_t w = dyn, from = 0;
+    std::size_t w = w0, from = 0;
     bool seen_width_changer = false;
     for (std::size_t i = 0; i < n; ++i) {
         if (incoming) incoming[i] = w;
+        if (t[i].inside) r.any_inside = true;
         std::size_t in = t[i].nI;
         if (in == dyn && t[i].rebind) {
             in = w;
@@ -111,6 +184,7 @@ constexpr FlowResult walk_widths(const Traits* t, std::size_t n, std::size_t* in
         }
         std::size_t out = t[i].nO;
         if (out == dyn && t[i].follows) out = in;
+        if (out == dyn && t[i].per != 0 && in != dyn) out = t[i].per * in;
         if (out != dyn) {
             w = out;
             from = i;
@@ -139,6 +213,13 @@ struct flow {
     static constexpr Incoming incoming = [] {
         Incoming in;
         (void)walk_widths(table, N, in.at);
+        return in;
+    }();
+    // The same when width W reaches the first layer (Chain::with_nI).
+    template <std::size_t W>
+    static constexpr Incoming incoming_from = [] {
+        Incoming in;
+        (void)walk_widths(table, N, in.at, W);
         return in;
     }();
 };

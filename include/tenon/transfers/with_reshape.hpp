@@ -50,6 +50,8 @@ public:
     template <std::size_t W>
         requires widths::rebindable<L>
     using with_nI = WithReshape<typename widths::rebind_nI<L, W>::type>;
+    template <std::size_t W>
+    using nested_failure = widths::nested_failure_t<L, W>;
     template <class L2>
         requires(!std::is_same_v<L2, L> && std::is_constructible_v<L, L2 &&>)
     explicit WithReshape(WithReshape<L2>&& other)
