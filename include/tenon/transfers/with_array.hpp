@@ -142,12 +142,6 @@ public:
     using typename LayerBase::InView;
     using typename LayerBase::Out;
     using typename LayerBase::OutView;
-    // Chain's width propagation can make the layer's nI static through the wrapper.
-    template <std::size_t W, class LL = L>
-        requires(widths::rebindable<LL>)
-    using with_nI = WithArray<typename widths::rebind_nI<LL, W>::type, Kind, Two>;
-    template <std::size_t W>
-    using nested_failure = widths::nested_failure_t<L, W>;
 
     explicit WithArray(L layer, std::size_t pad = 0)
         : Base(Two ? "with_array2d" : "with_array", std::move(layer)), pad_(pad) {

@@ -58,12 +58,6 @@ public:
     using typename LayerBase::Out;
     using typename LayerBase::OutView;
 
-    // Chain's width propagation can make the layer's nI static through the wrapper.
-    template <std::size_t W, class LL = L>
-        requires(widths::rebindable<LL>)
-    using with_nI = WithFlatten<typename widths::rebind_nI<LL, W>::type>;
-    template <std::size_t W>
-    using nested_failure = widths::nested_failure_t<L, W>;
     template <class L2>
         requires(!std::is_same_v<L2, L>)
     explicit WithFlatten(WithFlatten<L2>&& o) : Base(std::move(o)) {}

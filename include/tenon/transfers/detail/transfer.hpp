@@ -262,6 +262,17 @@ void take_child_dims(Node& wrapper, const Node& child);
 void give_child_width(const Node& wrapper, Node& child);
 
 // wrappers do) and the static widths chain reads.
+// The same wrapper type over another layer (width propagation rebinds the layer inside).
+template <class W, class L2>
+struct with_layer;
+template <template <class, class...> class D, class L, class... R, class L2>
+struct with_layer<D<L, R...>, L2> {
+    using type = D<L2, R...>;
+};
+template <template <class, class, bool> class D, class L, class K, bool B, class L2>
+struct with_layer<D<L, K, B>, L2> {
+    using type = D<L2, K, B>;
+};
 template <class Derived, class L, class InT, class OutT>
 class Wrapper : public Layer<Derived, InT, OutT> {
     using Base = Layer<Derived, InT, OutT>;
@@ -273,6 +284,13 @@ public:
     static constexpr std::size_t static_nI = widths::static_nI<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
     static constexpr bool nO_is_nI = widths::nO_is_nI<L>;
+    // Chain's width propagation: the wrapper with its layer's nI made W (and that layer's
+    // own layers, rebind_nI), and what fails inside when W reaches it.
+    template <std::size_t W, class LL = L>
+        requires(widths::rebindable<LL>)
+    using with_nI = typename with_layer<Derived, typename widths::rebind_nI<LL, W>::type>::type;
+    template <std::size_t W>
+    using nested_failure = widths::nested_failure_t<L, W>;
 
     L& layer() noexcept { return layer_; }
     const L& layer() const noexcept { return layer_; }
