@@ -26,6 +26,9 @@ using clone_check = std::conditional_t<
     clone_types<L, expects_type<name_t<typename L::In>>, produces_type<name_t<typename L::Out>>>,
     std::conditional_t<NI != dyn && NO != dyn && NI != NO, clone_widths<L, expects_width<NI>, produces_width<NO>>,
                        clone_widths<ok, ok, ok>>>;
+// The same check as a failure for widths::nested_failure: void when copies of L can be chained.
+template <class L>
+using clone_failure = std::conditional_t<std::is_same_v<clone_check<L>, clone_widths<ok, ok, ok>>, void, clone_check<L>>;
 }  // namespace check
 
 template <Model L>
@@ -48,8 +51,11 @@ public:
     // copies, so a mismatch inside them is a compile error wherever the clone is nested.
     template <std::size_t W>
     using with_nI = Clone<typename widths::rebind_nI<L, W>::type>;
+    // What fails inside the layer at width W, else its copies at W when they cannot be chained
+    // (clone(Relu<64>(), 3) after a 32-wide layer: E016 where the chain is made).
     template <std::size_t W>
-    using nested_failure = widths::nested_failure_t<L, W>;
+    using nested_failure = widths::first_failure_t<widths::nested_failure_t<L, W>,
+                                                   check::clone_failure<typename widths::rebind_nI<L, W>::type>>;
 
     Clone(const L& layer, std::size_t n) : Base("clone", {{"nO", static_nO}, {"nI", static_nI}}, {}) {
         copies_.reserve(n);

@@ -22,11 +22,20 @@ struct siamese_types {
                   "(similarity expects_type<T> but the layer's outputs make produces_type<pair<U, U>>: see the "
                   "instantiation line)");
 };
-template <class L, class S>
-using siamese_check =
-    std::conditional_t<std::is_same_v<typename S::In, std::pair<typename L::Out, typename L::Out>>, ok,
-                       siamese_types<expects_type<name_t<typename S::In>>,
-                                     produces_type<name_t<std::pair<typename L::Out, typename L::Out>>>>>;
+// The same id where the types agree but the static widths do not: the similarity's nI is not
+// the layer's nO (siamese(Relu<64, 32>(), CauchySimilarity<32>())).
+template <class Expects, class Produces>
+struct siamese_widths {
+    static_assert(always_false<Expects>,
+                  "[tenon-E027] siamese(layer, similarity): similarity must take the pair of the layer's outputs, "
+                  "whose width is the layer's output width (similarity expects_width<W> but the layer "
+                  "produces_width<V>: see the instantiation line)");
+};
+template <class L, class S, std::size_t NO = widths::static_nO<L>(), std::size_t NI = widths::static_nI<S>()>
+using siamese_check = std::conditional_t<
+    !std::is_same_v<typename S::In, std::pair<typename L::Out, typename L::Out>>,
+    siamese_types<expects_type<name_t<typename S::In>>, produces_type<name_t<std::pair<typename L::Out, typename L::Out>>>>,
+    std::conditional_t<NO != dyn && NI != dyn && NO != NI, siamese_widths<expects_width<NI>, produces_width<NO>>, ok>>;
 }  // namespace check
 
 template <Model L, Model S>

@@ -32,11 +32,19 @@ public:
     template <class T>
     operator T&() const noexcept;
 
-    // The lifecycle and a backprop's call.
+    // The lifecycle and a backprop's call; the first argument may also be a braced list
+    // (a pair's two arrays, `model.predict({A, B})`), which a template cannot deduce.
+    struct braced {
+        template <class... T> braced(T&&...) noexcept {}
+    };
     template <class... A> failed_model operator()(A&&...) const noexcept { return {}; }
+    template <class... A> failed_model operator()(braced, A&&...) const noexcept { return {}; }
     template <class... A> failed_model initialize(A&&...) noexcept { return {}; }
+    template <class... A> failed_model initialize(braced, A&&...) noexcept { return {}; }
     template <class... A> failed_model predict(A&&...) const noexcept { return {}; }
+    template <class... A> failed_model predict(braced, A&&...) const noexcept { return {}; }
     template <class... A> std::pair<failed_model, failed_model> begin_update(A&&...) noexcept { return {}; }
+    template <class... A> std::pair<failed_model, failed_model> begin_update(braced, A&&...) noexcept { return {}; }
     template <class... A> failed_model finish_update(A&&...) noexcept { return {}; }
     template <class... A> failed_model params_only(A&&...) const noexcept { return {}; }
 
