@@ -16,7 +16,15 @@
 
 namespace tenon::lowering {
 
-EngineSlot::~EngineSlot() = default;
+EngineSlot::~EngineSlot() {
+    if (alive) alive->store(false, std::memory_order_release);
+}
+
+void throw_model_gone() {
+    throw Error("backprop: the model this backprop came from no longer exists (destroyed, or an AnyModel given "
+                "another model): call begin_update on the model that is there now",
+                "tenon-E172");
+}
 
 void refuse(const Node& layer, const char* why) {
     throw Error("lower(): " + layer.name() + ": " + why, "tenon-E170");
@@ -713,8 +721,12 @@ bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
         for (std::size_t k = 0; same && k < s.ops.size(); ++k)
             same = s.ops[k].kind == t.ops[k].kind && s.ops[k].node == t.ops[k].node && s.ops[k].skip == t.ops[k].skip;
         if (!same) {
-            why = "stage " + std::to_string(i) + " (" + s.name + " " + std::to_string(s.nI) + "->" +
-                  std::to_string(s.nO) + ") is now " + t.name + " " + std::to_string(t.nI) + "->" + std::to_string(t.nO);
+            const std::string was = s.name + " " + std::to_string(s.nI) + "->" + std::to_string(s.nO),
+                              now = t.name + " " + std::to_string(t.nI) + "->" + std::to_string(t.nO);
+            // The same description but another node (the model's memory now holds another model:
+            // an assignment, a vector's element erased) or other operations in it.
+            why = "stage " + std::to_string(i) + " (" + was + ") is now " +
+                  (was != now ? now : s.layer != t.layer ? "another node of the same shape" : "computed otherwise");
             return false;
         }
     }

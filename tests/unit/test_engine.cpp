@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -154,6 +155,49 @@ TEST_CASE("engine: the plan follows the model through re-initialisation", "[engi
     for (Node* n : model.walk())
         if (n->name() == "softmax") n->set_dim("nO", 4, true);
     CHECK_THROWS_WITH(bp(random_array(6, 9, 9)), Contains("tenon-E172"));
+}
+
+TEST_CASE("engine: a backprop whose model's memory now holds another model refuses", "[engine]") {
+    // Erasing the first of a vector of models move-assigns the second into its place: the
+    // backprop taken from the first must not run with the second's weights.
+    using M = decltype(Relu<6, 5>() >> Softmax<3>());
+    std::vector<M> models;
+    for (int i = 0; i < 3; ++i) {
+        models.push_back(Relu<6, 5>() >> Softmax<3>());
+        models.back().initialize();
+    }
+    const Floats2d X = random_array(4, 5, 21);
+    auto [Y, bp] = models[0].begin_update(X);
+    REQUIRE(models[0].uses_plan());
+    models.erase(models.begin());
+    CHECK_THROWS_WITH(bp(random_array(4, 3, 22)),
+                      Contains("tenon-E172") && Contains("another node of the same shape"));
+    CHECK(models[0].predict(X).shape(1) == 3);
+}
+
+TEST_CASE("engine: a backprop called after its model is gone refuses", "[engine]") {
+    const Floats2d X = random_array(4, 5, 23);
+    {
+        std::optional<decltype(Relu<6, 5>() >> Softmax<3>())> model;
+        model.emplace(Relu<6, 5>() >> Softmax<3>());
+        model->initialize();
+        auto [Y, bp] = model->begin_update(X);
+        REQUIRE(model->uses_plan());
+        CHECK_NOTHROW(bp(Y));
+        model.reset();
+        CHECK_THROWS_WITH(bp(Y), Contains("tenon-E172") && Contains("no longer exists"));
+    }
+    {
+        AnyModel<Floats2d, Floats2d> any = Relu<6, 5>() >> Softmax<3>();
+        any.initialize();
+        auto [Y, bp] = any.begin_update(X);
+        AnyModel<Floats2d, Floats2d> other = Relu<7, 5>() >> Softmax<3>();
+        other.initialize();
+        any = std::move(other);
+        CHECK_THROWS_WITH(bp(Y), Contains("tenon-E172") && Contains("no longer exists"));
+        auto [Y2, bp2] = any.begin_update(X);
+        CHECK_NOTHROW(bp2(Y2));
+    }
 }
 
 TEST_CASE("engine: a loaded file replaces the plan's parameters", "[engine]") {

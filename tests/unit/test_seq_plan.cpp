@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tenon/tenon.hpp"
@@ -72,6 +73,17 @@ auto tagger(double dropout) {
                  with_array<Ragged>(Maxout<24>(mo)) >> ragged2list();
     auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<24>(mo)), 3), 3);
     return embed >> encode >> with_array<List<Floats2d>>(Softmax<7>());
+}
+
+// The message of the tenon::Error that f() throws ("" when it throws none).
+template <class F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
 }
 
 List<Floats2d> grads_like(const List<Floats2d>& Y, std::uint64_t seed) {
@@ -239,6 +251,26 @@ TEST_CASE("sequence plan: bad gradients are refused with the output's shape name
     CHECK_THROWS_WITH(bp(dY), Contains("tenon-E111") && Contains("width 7"));
 }
 
+TEST_CASE("sequence plan: an error inside a planned stage names its layer by its path, as the layers do",
+          "[seq_plan]") {
+    auto model = tagger(0.0);
+    model.initialize(docs(3, 1, 5, 13));
+    List<Ints2d> X;
+    X.push_back(Ints2d({3, 3}));  // the table reading column 3 finds three columns
+    X.push_back(Ints2d({2, 3}));
+    const std::string planned = error_of([&] { (void)model.predict(X); });
+    REQUIRE(model.uses_plan());
+    std::string layers;
+    {
+        const LayersOnly only;
+        layers = error_of([&] { (void)model.predict(X); });
+    }
+    // (Four tables: without the path, "hashembed" would not say which one.)
+    CHECK_THAT(planned, Contains("tenon-E194") && Contains("chain>1>with_array>concatenate>3>hashembed: column 3"));
+    CHECK(planned == layers);
+    CHECK(error_of([&] { (void)model.begin_update(X); }) == layers);
+}
+
 TEST_CASE("sequence plan: reductions give one row per sequence, and the head runs on those rows", "[seq_plan]") {
     const List<Ints2d> X = docs(8, 1, 12, 21);
     SECTION("a text classifier: tables, Maxout, reduce_mean, a residual Relu and a Softmax in one plan") {
@@ -285,19 +317,11 @@ TEST_CASE("sequence plan: reductions give one row per sequence, and the head run
         model.initialize(F);
         List<Floats2d> G = floats_like(docs(3, 1, 4, 41), 6, 42);
         G[1] = Floats2d({0, 6});
-        std::string through_plan, through_layers;
-        try {
-            (void)model.predict(G);
-        } catch (const Error& e) {
-            through_plan = e.what();
-        }
+        const std::string through_plan = error_of([&] { (void)model.predict(G); });
+        std::string through_layers;
         {
             const LayersOnly layers;
-            try {
-                (void)model.predict(G);
-            } catch (const Error& e) {
-                through_layers = e.what();
-            }
+            through_layers = error_of([&] { (void)model.predict(G); });
         }
         CHECK_THAT(through_plan, Contains("tenon-E190") && Contains("sequence 1 has length 0"));
         CHECK(through_plan == through_layers);

@@ -76,7 +76,14 @@ public:
     // model.freeze_weights(): every plan the engine makes (or holds) keeps its weights packed
     // (Plan::freeze_weights, docs/lowering.md "Frozen weights").
     std::atomic<bool> frozen{false};
+    // True while the model lives; its destructor clears it. A backprop of one of its plans holds
+    // it and checks it first, so that one called after the model went (an AnyModel given
+    // another model, a model destroyed) refuses (tenon-E172) rather than read freed plans and
+    // weights. Made with the first plan kept (engine_plan, under the lock).
+    std::shared_ptr<std::atomic<bool>> alive;
 };
+// The error of a plan's backprop whose model no longer exists (src/plan.cpp).
+[[noreturn]] void throw_model_gone();
 
 // The plan's Backprop inside a model's Backprop, type-erased (the plan's type depends on the
 // model's, whose Backprop holds this). Its storage comes from tenon's block cache (no heap
@@ -96,8 +103,16 @@ public:
     ~EngineBackprop() { release(); }
 
     explicit operator bool() const noexcept { return box_ != nullptr; }
-    In operator()(OutView dY) const { return box_->call(box_->object(), dY); }
-    void params_only(OutView dY) const { box_->params_only(box_->object(), dY); }
+    In operator()(OutView dY) const {
+        check_alive();
+        return box_->call(box_->object(), dY);
+    }
+    void params_only(OutView dY) const {
+        check_alive();
+        box_->params_only(box_->object(), dY);
+    }
+    // The model's liveness (EngineSlot::alive), checked before the plan is touched.
+    void watch(std::shared_ptr<const std::atomic<bool>> alive) noexcept { box_->alive = std::move(alive); }
 
     // Makes the box for a T (the plan's Backprop) and returns it to be filled.
     template <class T>
@@ -117,6 +132,7 @@ private:
     struct Box {
         std::atomic<int> refs{1};
         std::size_t bytes = 0;
+        std::shared_ptr<const std::atomic<bool>> alive;  // null: nothing to check (watch)
         void (*destroy)(void*) noexcept = nullptr;
         In (*call)(const void*, OutView) = nullptr;
         void (*params_only)(const void*, OutView) = nullptr;
@@ -128,6 +144,9 @@ private:
     static constexpr std::size_t bytes() {
         static_assert(alignof(T) <= 64);
         return header + sizeof(T);
+    }
+    void check_alive() const {
+        if (box_->alive && !box_->alive->load(std::memory_order_acquire)) throw_model_gone();
     }
     void release() noexcept {
         if (!box_) return;

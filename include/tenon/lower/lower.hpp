@@ -684,6 +684,7 @@ const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
             return nullptr;
         }
         if (slot.frozen.load(std::memory_order_acquire)) made->freeze_weights();
+        if (!slot.alive) slot.alive = std::make_shared<std::atomic<bool>>(true);
         slot.kept.push_back(made);
         slot.current.store(made.get(), std::memory_order_release);
         return made.get();
@@ -711,6 +712,7 @@ bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M
         const Plan<M>* plan = engine_plan(model, slot);
         if (!plan || !plan->accepts(X)) return false;
         auto& pb = bp.template emplace<typename Plan<M>::Backprop>();
+        bp.watch(slot.alive);
         Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true);
         return true;
     }

@@ -64,6 +64,12 @@ struct CallState {
 
 // The running of a plan from In to Out. `root` is the model's Backprop storage, where the
 // "layer" stages keep theirs (null: predict).
+// An error a stage throws is its layer's: the model's call names it by its path, as the
+// layers' own path does (detail::note_entry_error; a layer stage's entry point has said it).
+inline void note_stage_error(Error& e, const Stage& s) {
+    if (!e.origin() && s.layer) e.set_origin(s.layer);
+}
+
 template <class In, class Out>
 struct Runner {
     using InView = input_view_t<In>;
@@ -256,36 +262,41 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
     }
     for (std::size_t si = p.stages.size(); si-- > 0;) {
         const Stage& s = p.stages[si];
-        const StageParams sp = resolve(s, true, true);
-        c.at(s.space);
-        if (s.prim == Prim::layer) {
-            Floats2dCView d(c.grad(s.out), {c.rows, s.nO});
-            if (!s.ops.empty()) {
-                c.ops->stage_backward_rows(s, sp, c);
-                d = Floats2dCView(dz_of(s, c), {c.rows, s.nO});
-            }
-            if constexpr (head_input) {
-                if (s.head) {
-                    s.fns.backward(root + s.bp_offset, d, &dX);
-                    continue;
+        try {
+            const StageParams sp = resolve(s, true, true);
+            c.at(s.space);
+            if (s.prim == Prim::layer) {
+                Floats2dCView d(c.grad(s.out), {c.rows, s.nO});
+                if (!s.ops.empty()) {
+                    c.ops->stage_backward_rows(s, sp, c);
+                    d = Floats2dCView(dz_of(s, c), {c.rows, s.nO});
                 }
-            }
-            Floats2d g;
-            s.fns.backward(root + s.bp_offset, d, &g);
-            float* to = c.grad(s.in);
-            if (!to) continue;  // the input's gradient, not wanted
-            if (s.dx_assign) copy_floats(ops, to, g.data(), g.size());
-            else if (g.size()) ops.elementwise(Binary::add_into, g.data(), nullptr, to, g.size());
-        } else if (is_seq_prim(s.prim)) {
-            const float* d = c.grad(s.out);
-            if (!s.ops.empty()) {
+                if constexpr (head_input) {
+                    if (s.head) {
+                        s.fns.backward(root + s.bp_offset, d, &dX);
+                        continue;
+                    }
+                }
+                Floats2d g;
+                s.fns.backward(root + s.bp_offset, d, &g);
+                float* to = c.grad(s.in);
+                if (!to) continue;  // the input's gradient, not wanted
+                if (s.dx_assign) copy_floats(ops, to, g.data(), g.size());
+                else if (g.size()) ops.elementwise(Binary::add_into, g.data(), nullptr, to, g.size());
+            } else if (is_seq_prim(s.prim)) {
+                const float* d = c.grad(s.out);
+                if (!s.ops.empty()) {
+                    c.ops->stage_backward_rows(s, sp, c);
+                    d = dz_of(s, c);
+                }
+                seq_backward(s, c, d);
+            } else {
                 c.ops->stage_backward_rows(s, sp, c);
-                d = dz_of(s, c);
+                if (s.prim != Prim::none) product_backward(s, sp, c);
             }
-            seq_backward(s, c, d);
-        } else {
-            c.ops->stage_backward_rows(s, sp, c);
-            if (s.prim != Prim::none) product_backward(s, sp, c);
+        } catch (Error& e) {
+            note_stage_error(e, s);
+            throw;
         }
     }
     if constexpr (seq) {
@@ -530,29 +541,34 @@ template <class In, class Out>
 void Runner<In, Out>::run_forward(const PlanData& p, Ctx& c, std::size_t first, char* root) {
     for (std::size_t si = first; si < p.stages.size(); ++si) {
         const Stage& s = p.stages[si];
-        StageParams sp = resolve(s, c.train);
-        if (c.frozen) c.frozen->apply(si, sp);  // (predict only: the copies, W packed)
-        c.at(s.space);
-        if (s.prim == Prim::dense || s.prim == Prim::maxout) {
-            sp.bias_act_done = product_forward(s, sp, c);
-        } else if (is_seq_prim(s.prim)) {
-            seq_forward(s, c);
-            if (s.ops.empty()) continue;
-        } else if (s.prim == Prim::layer) {
-            // An unfused layer: its own predict/forward, its output copied into the workspace.
-            const Floats2dCView x(c.act(s.in), {c.rows, s.nI});
-            Floats2d y;
-            if (root) s.fns.forward(s.layer, &x, root + s.bp_offset, y);
-            else s.fns.predict(s.layer, &x, y);
-            if (y.shape(0) != c.rows || y.shape(1) != s.nO)
-                throw ShapeError("plan of " + p.model_name + ": " + s.name + " returned (" + std::to_string(y.shape(0)) +
-                                     ", " + std::to_string(y.shape(1)) + "), expected (" + std::to_string(c.rows) +
-                                     ", " + std::to_string(s.nO) + ")",
-                                 "tenon-E111");
-            copy_floats(*c.ops, c.act(s.out), y.data(), y.size());
-            if (s.ops.empty()) continue;
+        try {
+            StageParams sp = resolve(s, c.train);
+            if (c.frozen) c.frozen->apply(si, sp);  // (predict only: the copies, W packed)
+            c.at(s.space);
+            if (s.prim == Prim::dense || s.prim == Prim::maxout) {
+                sp.bias_act_done = product_forward(s, sp, c);
+            } else if (is_seq_prim(s.prim)) {
+                seq_forward(s, c);
+                if (s.ops.empty()) continue;
+            } else if (s.prim == Prim::layer) {
+                // An unfused layer: its own predict/forward, its output copied into the workspace.
+                const Floats2dCView x(c.act(s.in), {c.rows, s.nI});
+                Floats2d y;
+                if (root) s.fns.forward(s.layer, &x, root + s.bp_offset, y);
+                else s.fns.predict(s.layer, &x, y);
+                if (y.shape(0) != c.rows || y.shape(1) != s.nO)
+                    throw ShapeError("plan of " + p.model_name + ": " + s.name + " returned (" +
+                                         std::to_string(y.shape(0)) + ", " + std::to_string(y.shape(1)) +
+                                         "), expected (" + std::to_string(c.rows) + ", " + std::to_string(s.nO) + ")",
+                                     "tenon-E111");
+                copy_floats(*c.ops, c.act(s.out), y.data(), y.size());
+                if (s.ops.empty()) continue;
+            }
+            c.ops->stage_forward_rows(s, sp, c);
+        } catch (Error& e) {
+            note_stage_error(e, s);
+            throw;
         }
-        c.ops->stage_forward_rows(s, sp, c);
     }
 }
 
