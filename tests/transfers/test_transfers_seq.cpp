@@ -21,6 +21,7 @@
 #include <tenon/transfers/with_ragged.hpp>
 
 #include "oracle/case.hpp"
+#include "support/error_id.hpp"
 #include "support/floats.hpp"
 #include "support/gradcheck_any.hpp"
 #include "unit/helpers.hpp"
@@ -83,15 +84,7 @@ static_assert(std::is_same_v<decltype(Relu<8, 4>() >> with_array<Floats2d>(Relu<
 }  // namespace sig
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using tenon::test::error_message;
 std::string id_of(const std::string& what) {
     return what.size() > 1 && what[0] == '[' ? what.substr(1, what.find(']') - 1) : what;
 }
@@ -336,7 +329,7 @@ TEST_CASE("zero-length sequences keep their place and width", "[transfers][edge]
 
 TEST_CASE("broken layouts and wrong widths are clear errors", "[transfers][errors]") {
     // A Ragged whose lengths do not sum to its rows cannot be made (the transfers rely on it).
-    const std::string bad_ragged = error_of([] { Ragged(Floats2d({3, 4}), {1, 1}); });
+    const std::string bad_ragged = error_message([] { Ragged(Floats2d({3, 4}), {1, 1}); });
     CHECK(id_of(bad_ragged) == "tenon-E152");
     CHECK_THAT(bad_ragged, Catch::Contains("lengths must sum to the data's rows: expected 3"));
 
@@ -344,65 +337,65 @@ TEST_CASE("broken layouts and wrong widths are clear errors", "[transfers][error
     // Wrong width: the wrapped layer says so, by name.
     auto m = with_array<Ragged>(Lin());
     m.initialize();
-    const std::string wide = error_of([&] { m.predict(to_ragged(random_list({2, 1}, 5, 1))); });
+    const std::string wide = error_message([&] { m.predict(to_ragged(random_list({2, 1}, 5, 1))); });
     CHECK(id_of(wide) == "tenon-E101");
     CHECK_THAT(wide, Catch::Contains("linear") && Catch::Contains("expected width 4 but found 5"));
     // Arrays of different widths in one list.
     L2 mixed{Floats2d({1, 4}), Floats2d({1, 5})};
     auto ml = with_array<L2>(Lin());
     ml.initialize();
-    CHECK(id_of(error_of([&] { ml.predict(mixed); })) == "tenon-E150");
-    CHECK(id_of(error_of([&] { list2ragged().predict(mixed); })) == "tenon-E150");
+    CHECK(id_of(error_message([&] { ml.predict(mixed); })) == "tenon-E150");
+    CHECK(id_of(error_message([&] { list2ragged().predict(mixed); })) == "tenon-E150");
 
     // Gradients whose layout is not the output's: E170, naming the layer and both layouts.
     {
         auto [y, bp] = m.begin_update(to_ragged(xs));
-        const std::string e = error_of([&, &bp = bp] { bp(Ragged(Floats2d({5, 3}), {3, 0, 2})); });
+        const std::string e = error_message([&, &bp = bp] { bp(Ragged(Floats2d({5, 3}), {3, 0, 2})); });
         CHECK(id_of(e) == "tenon-E170");
         CHECK_THAT(e, Catch::Contains("with_array(linear)") && Catch::Contains("[2, 0, 3]") &&
                           Catch::Contains("[3, 0, 2]"));
     }
     {
         auto [y, bp] = ml.begin_update(xs);
-        CHECK(id_of(error_of([&, &bp = bp] { bp(random_list({2, 3}, 3, 1)); })) == "tenon-E170");
-        CHECK(id_of(error_of([&, &bp = bp] { bp(random_list({2, 1, 3}, 3, 1)); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bp = bp] { bp(random_list({2, 3}, 3, 1)); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bp = bp] { bp(random_list({2, 1, 3}, 3, 1)); })) == "tenon-E170");
     }
     {
         auto mp = with_array<Padded>(Lin());
         mp.initialize();
         auto [y, bp] = mp.begin_update(to_padded(xs));
-        CHECK(id_of(error_of([&, &bp = bp] { bp(to_padded(random_list({3, 0, 2}, 3, 1))); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bp = bp] { bp(to_padded(random_list({3, 0, 2}, 3, 1))); })) == "tenon-E170");
     }
     {
         auto l2a = list2array();
         auto [y, bp] = l2a.begin_update(xs);
-        CHECK(id_of(error_of([&, &bp = bp] { bp(Floats2d({4, 4})); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bp = bp] { bp(Floats2d({4, 4})); })) == "tenon-E170");
         auto l2r = list2ragged();
         auto [yr, bpr] = l2r.begin_update(xs);
-        CHECK(id_of(error_of([&, &bpr = bpr] { bpr(Ragged(Floats2d({5, 4}), {5, 0, 0})); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bpr = bpr] { bpr(Ragged(Floats2d({5, 4}), {5, 0, 0})); })) == "tenon-E170");
         auto l2p = list2padded();
         auto [yp, bpp] = l2p.begin_update(xs);
-        CHECK(id_of(error_of([&, &bpp = bpp] { bpp(to_padded(random_list({3, 2}, 4, 1))); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bpp = bpp] { bpp(to_padded(random_list({3, 2}, 4, 1))); })) == "tenon-E170");
         auto r2l = ragged2list();
         auto [ys, bps] = r2l.begin_update(to_ragged(xs));
-        CHECK(id_of(error_of([&, &bps = bps] { bps(random_list({2, 0}, 4, 1)); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bps = bps] { bps(random_list({2, 0}, 4, 1)); })) == "tenon-E170");
         auto p2l = padded2list();
         auto [ys2, bps2] = p2l.begin_update(to_padded(xs));
-        CHECK(id_of(error_of([&, &bps2 = bps2] { bps2(random_list({3, 0, 2}, 4, 1)); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bps2 = bps2] { bps2(random_list({3, 0, 2}, 4, 1)); })) == "tenon-E170");
     }
     {
         auto wl = with_list<Ragged>(with_array<L2>(Lin()));
         wl.initialize();
         auto [y, bp] = wl.begin_update(to_ragged(xs));
-        CHECK(id_of(error_of([&, &bp = bp] { bp(Ragged(Floats2d({5, 3}), {5})); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bp = bp] { bp(Ragged(Floats2d({5, 3}), {5})); })) == "tenon-E170");
         auto wp = with_padded<Floats3d>(with_array<Padded>(Lin()));
         wp.initialize();
         auto [y3, bp3] = wp.begin_update(Floats3d({2, 3, 4}));
-        CHECK(id_of(error_of([&, &bp3 = bp3] { bp3(Floats3d({3, 2, 3})); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bp3 = bp3] { bp3(Floats3d({3, 2, 3})); })) == "tenon-E170");
         auto wf = with_flatten(with_array<L2>(Lin()));
         wf.initialize();
         auto [yf, bpf] = wf.begin_update(NestedList<Floats2d>{xs});
-        CHECK(id_of(error_of([&, &bpf = bpf] { bpf(NestedList<Floats2d>{}); })) == "tenon-E170");
+        CHECK(id_of(error_message([&, &bpf = bpf] { bpf(NestedList<Floats2d>{}); })) == "tenon-E170");
     }
 }
 
@@ -432,14 +425,14 @@ struct DropItem : Layer<DropItem, L2, L2> {
 
 TEST_CASE("a wrapped layer that changes the rows or lengths is a clear error", "[transfers][errors]") {
     const auto xs = random_list({2, 0, 3}, 4, 1);
-    const std::string e = error_of([&] { with_array<Ragged>(DropRow()).predict(to_ragged(xs)); });
+    const std::string e = error_message([&] { with_array<Ragged>(DropRow()).predict(to_ragged(xs)); });
     CHECK(id_of(e) == "tenon-E171");
     CHECK_THAT(e, Catch::Contains("with_array(droprow)") && Catch::Contains("expected 5 but it returned 4"));
-    CHECK(id_of(error_of([&] { with_array<L2>(DropRow()).predict(xs); })) == "tenon-E171");
-    CHECK(id_of(error_of([&] { with_array<Padded>(DropRow()).predict(to_padded(xs)); })) == "tenon-E171");
-    CHECK(id_of(error_of([&] { with_list<Ragged>(DropItem()).predict(to_ragged(xs)); })) == "tenon-E171");
-    CHECK(id_of(error_of([&] { with_list<Padded>(DropItem()).predict(to_padded(xs)); })) == "tenon-E171");
-    CHECK(id_of(error_of([&] { with_flatten(DropItem()).predict(NestedList<Floats2d>{xs}); })) == "tenon-E171");
+    CHECK(id_of(error_message([&] { with_array<L2>(DropRow()).predict(xs); })) == "tenon-E171");
+    CHECK(id_of(error_message([&] { with_array<Padded>(DropRow()).predict(to_padded(xs)); })) == "tenon-E171");
+    CHECK(id_of(error_message([&] { with_list<Ragged>(DropItem()).predict(to_ragged(xs)); })) == "tenon-E171");
+    CHECK(id_of(error_message([&] { with_list<Padded>(DropItem()).predict(to_padded(xs)); })) == "tenon-E171");
+    CHECK(id_of(error_message([&] { with_flatten(DropItem()).predict(NestedList<Floats2d>{xs}); })) == "tenon-E171");
 }
 
 TEST_CASE("wrappers give the child's dims and pad attribute, and run in a chain of arrays", "[transfers]") {

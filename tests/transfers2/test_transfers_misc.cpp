@@ -8,6 +8,7 @@
 #include <tenon/tenon.hpp>
 
 #include "oracle/case.hpp"
+#include "support/error_id.hpp"
 #include "support/gradcheck_any.hpp"
 #include "unit/helpers.hpp"
 
@@ -15,15 +16,7 @@ using namespace tenon;
 using namespace tenon::oracle;
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using tenon::test::error_message;
 template <class A, class B>
 bool same_values(const A& a, const B& b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
@@ -152,22 +145,22 @@ TEST_CASE("getitem: empty input, index description, errors", "[transfers2][getit
     CHECK(backprop(Y).shape() == std::array<std::size_t, 2>{0, 5});
     // Out of range: the axis, the index and the extent.
     const Floats2d X = testing::random_array(3, 2, 4);
-    const std::string e = error_of([&] { (void)m.predict(Floats2d({3, 1})); });
+    const std::string e = error_message([&] { (void)m.predict(Floats2d({3, 1})); });
     CHECK(e == "[tenon-E180] floats-getitem: index 1 (entry 0 of the Index list) is out of range for axis 1 of "
                "extent 1 (input shape (3, 1))");
     CHECK(m.predict(X).shape() == std::array<std::size_t, 2>{3, 2});  // -1 is the last column
-    const std::string e2 = error_of([&] { (void)floats_getitem<Floats2d>(3).predict(X); });
+    const std::string e2 = error_message([&] { (void)floats_getitem<Floats2d>(3).predict(X); });
     CHECK(e2 == "[tenon-E180] floats-getitem: index 3 is out of range for axis 0 of extent 3 (input shape (3, 2))");
-    const std::string e3 = error_of([&] { (void)floats_getitem(Slice(), Index{0, -3}).predict(X); });
+    const std::string e3 = error_message([&] { (void)floats_getitem(Slice(), Index{0, -3}).predict(X); });
     CHECK(e3 ==
           "[tenon-E180] floats-getitem: index -3 (entry 1 of the Index list) is out of range for axis 1 of extent 2 "
           "(input shape (3, 2))");
     // An integer on the rows of an empty batch is out of range too.
-    CHECK(error_of([&] { (void)floats_getitem(0, Slice()).predict(E); }).find("tenon-E180") != std::string::npos);
-    CHECK(error_of([] { (void)floats_getitem(Slice(0, 3, 0)); }).find("tenon-E182") != std::string::npos);
+    CHECK(error_message([&] { (void)floats_getitem(0, Slice()).predict(E); }).find("tenon-E180") != std::string::npos);
+    CHECK(error_message([] { (void)floats_getitem(Slice(0, 3, 0)); }).find("tenon-E182") != std::string::npos);
     // A gradient of another shape than the output.
     auto bp2 = m.begin_update(X).second;  // (clang 14 captures no structured binding)
-    CHECK(error_of([&] { (void)bp2(Floats2d({3, 3})); }) ==
+    CHECK(error_message([&] { (void)bp2(Floats2d({3, 3})); }) ==
           "[tenon-E181] floats-getitem: backprop: expected a gradient of shape (3, 2) like the output, but found "
           "(3, 3)");
     // Slices past the ends are clamped, as numpy's; an empty slice gives an empty axis.
@@ -211,11 +204,11 @@ TEST_CASE("remap_ids: tables written out, updates, errors", "[transfers2][remap_
     auto k = remap_ids<Keys2d>(std::map<std::uint64_t, int>{{big, 4}}, 0, 0);
     CHECK(same_values(k.predict(Keys2d({2, 2}, {big, 1, 2, big})), Ints2d({2, 1}, {4, 0})));
 
-    CHECK(error_of([] { (void)remap_ids<Ints2d>(std::map<int, int>{}, 0); }).find("tenon-E183") !=
+    CHECK(error_message([] { (void)remap_ids<Ints2d>(std::map<int, int>{}, 0); }).find("tenon-E183") !=
           std::string::npos);
-    CHECK(error_of([] { (void)remap_ids(std::map<int, int>{}, 0, 1); }).find("tenon-E183") != std::string::npos);
+    CHECK(error_message([] { (void)remap_ids(std::map<int, int>{}, 0, 1); }).find("tenon-E183") != std::string::npos);
     auto bad = remap_ids<Ints2d>(std::map<int, int>{}, 0, 2);
-    CHECK(error_of([&] { (void)bad.predict(Ints2d({3, 2})); }) ==
+    CHECK(error_message([&] { (void)bad.predict(Ints2d({3, 2})); }) ==
           "[tenon-E184] remap_ids: column 2 is out of range for an input with 2 columns (shape (3, 2))");
 }
 
@@ -313,7 +306,7 @@ TEST_CASE("with_reshape: gradients, inference, chains, errors", "[transfers2][wi
     // An empty batch.
     CHECK(model.predict(Floats3d({0, 3, 4})).shape() == std::array<std::size_t, 3>{0, 3, 3});
     auto backprop = model.begin_update(X).second;
-    CHECK(error_of([&] { (void)backprop(Floats3d({2, 3, 4})); }) ==
+    CHECK(error_message([&] { (void)backprop(Floats3d({2, 3, 4})); }) ==
           "[tenon-E185] with_reshape(relu): backprop: expected a gradient of shape (2, 3, 3) like the output, "
           "but found (2, 3, 4)");
     // Chained: the second layer's nI comes from the first's nO (rebound in the type).
@@ -322,7 +315,7 @@ TEST_CASE("with_reshape: gradients, inference, chains, errors", "[transfers2][wi
     CHECK(chained.predict(X).shape() == std::array<std::size_t, 3>{2, 3, 2});
     // A layer that changes the number of rows cannot be reshaped back.
     auto rows = with_reshape(with_debug(array_getitem<Floats2d>(Slice(0, 1))));
-    CHECK(error_of([&] { (void)rows.predict(X); }).find("tenon-E186") != std::string::npos);
+    CHECK(error_message([&] { (void)rows.predict(X); }).find("tenon-E186") != std::string::npos);
 }
 
 TEST_CASE("with_debug calls back as Thinc's and keeps the layer's computation", "[transfers2][with_debug][oracle]") {

@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "tenon/tenon.hpp"
+#include "support/error_id.hpp"
 #include "unit/helpers.hpp"
 
 using namespace tenon;
 using Catch::Matchers::Contains;
 using testing::all_params;
 using testing::random_array;
+using tenon::test::error_message;
 
 namespace {
 
@@ -73,17 +75,6 @@ auto tagger(double dropout) {
                  with_array<Ragged>(Maxout<24>(mo)) >> ragged2list();
     auto encode = with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<24>(mo)), 3), 3);
     return embed >> encode >> with_array<List<Floats2d>>(Softmax<7>());
-}
-
-// The message of the tenon::Error that f() throws ("" when it throws none).
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
 }
 
 List<Floats2d> grads_like(const List<Floats2d>& Y, std::uint64_t seed) {
@@ -258,17 +249,17 @@ TEST_CASE("sequence plan: an error inside a planned stage names its layer by its
     List<Ints2d> X;
     X.push_back(Ints2d({3, 3}));  // the table reading column 3 finds three columns
     X.push_back(Ints2d({2, 3}));
-    const std::string planned = error_of([&] { (void)model.predict(X); });
+    const std::string planned = error_message([&] { (void)model.predict(X); });
     REQUIRE(model.uses_plan());
     std::string layers;
     {
         const LayersOnly only;
-        layers = error_of([&] { (void)model.predict(X); });
+        layers = error_message([&] { (void)model.predict(X); });
     }
     // (Four tables: without the path, "hashembed" would not say which one.)
     CHECK_THAT(planned, Contains("tenon-E194") && Contains("chain>1>with_array>concatenate>3>hashembed: column 3"));
     CHECK(planned == layers);
-    CHECK(error_of([&] { (void)model.begin_update(X); }) == layers);
+    CHECK(error_message([&] { (void)model.begin_update(X); }) == layers);
 }
 
 TEST_CASE("sequence plan: reductions give one row per sequence, and the head runs on those rows", "[seq_plan]") {
@@ -317,11 +308,11 @@ TEST_CASE("sequence plan: reductions give one row per sequence, and the head run
         model.initialize(F);
         List<Floats2d> G = floats_like(docs(3, 1, 4, 41), 6, 42);
         G[1] = Floats2d({0, 6});
-        const std::string through_plan = error_of([&] { (void)model.predict(G); });
+        const std::string through_plan = error_message([&] { (void)model.predict(G); });
         std::string through_layers;
         {
             const LayersOnly layers;
-            through_layers = error_of([&] { (void)model.predict(G); });
+            through_layers = error_message([&] { (void)model.predict(G); });
         }
         CHECK_THAT(through_plan, Contains("tenon-E190") && Contains("sequence 1 has length 0"));
         CHECK(through_plan == through_layers);
