@@ -125,7 +125,7 @@ void fashion_mnist(const Ops& ops, double fraction, const std::function<bool(con
     }
 }
 
-template <std::size_t W>
+template <extent_t W>
 void wide_mlp(const Ops& ops, std::size_t rows, int reps, const std::function<bool(const std::string&)>& want) {
     const std::string tag = "mlp" + std::to_string(W), b = "_b" + std::to_string(rows);  // b65536 on a GPU
     if (!want(tag + "_train_step" + b) && !want(tag + "_predict" + b)) return;

@@ -26,16 +26,16 @@ std::string shape_string(const std::size_t* s, std::size_t rank) {
 }
 }  // namespace
 
-Node Node::dense_node(const char* name, std::size_t NO, std::size_t NI, std::size_t nO, std::size_t nI) {
-    Node n(name, {{"nO", NO}, {"nI", NI}}, {{"W", {"nO", "nI"}}, {"b", {"nO"}}});
+Node Node::dense_node(const char* name, extent_t NO, extent_t NI, std::size_t nO, std::size_t nI) {
+    Node n(name, {{"nO", as_dim(NO)}, {"nI", as_dim(NI)}}, {{"W", {"nO", "nI"}}, {"b", {"nO"}}});
     if (nO != dyn) n.set_dim("nO", nO);
     if (nI != dyn) n.set_dim("nI", nI);
     return n;
 }
 
-Node Node::maxout_node(std::size_t NO, std::size_t NI, std::size_t NP, std::size_t nO, std::size_t nI,
+Node Node::maxout_node(extent_t NO, extent_t NI, extent_t NP, std::size_t nO, std::size_t nI,
                        std::size_t nP) {
-    Node n("maxout", {{"nO", NO}, {"nI", NI}, {"nP", NP}}, {{"W", {"nO", "nP", "nI"}}, {"b", {"nO", "nP"}}});
+    Node n("maxout", {{"nO", as_dim(NO)}, {"nI", as_dim(NI)}, {"nP", as_dim(NP)}}, {{"W", {"nO", "nP", "nI"}}, {"b", {"nO", "nP"}}});
     if (nO != dyn) n.set_dim("nO", nO);
     if (nI != dyn) n.set_dim("nI", nI);
     if (nP != dyn) n.set_dim("nP", nP);  // a conflict with a static NP throws

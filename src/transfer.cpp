@@ -60,7 +60,7 @@ void give_child_width(const Node& wrapper, Node& child) {
 }  // namespace tenon::detail::xfer
 
 namespace tenon {
-Node Node::wrapper_node(const char* name, const Node& child, std::size_t NO, std::size_t NI) {
-    return Node(std::string(name) + "(" + child.name() + ")", {{"nO", NO}, {"nI", NI}}, {});
+Node Node::wrapper_node(const char* name, const Node& child, extent_t NO, extent_t NI) {
+    return Node(std::string(name) + "(" + child.name() + ")", {{"nO", as_dim(NO)}, {"nI", as_dim(NI)}}, {});
 }
 }  // namespace tenon

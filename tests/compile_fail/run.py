@@ -17,6 +17,7 @@ Each snippet is compiled with `COMPILER -std=c++20 -fsyntax-only -I DIR FILE`. I
     a diagnostic or an instantiation-context line;
   * no other tenon id than the expected one appears anywhere in the output (a second id is a
     cascade: an error of tenon's own that the first mistake caused);
+  * `dyn` is never spelt 18446744073709551615 (widths and extents are signed, dyn is -1);
   * neither the first error line nor an instantiation-context line that names the check
     ("In instantiation of 'struct tenon::check::...'", clang's "in instantiation of template
     class 'tenon::check::...' requested here") mentions a `detail::` entity: the check and
@@ -44,6 +45,7 @@ DIAG_RE = re.compile(r"\b(error|warning|note):")  # a diagnostic, not an echoed 
 ID_RE = re.compile(r"tenon-E[0-9]{3}")
 MODEL_RE = re.compile(r"^auto model = ", re.M)
 USE_LINES_MAX = 25
+DYN_UNSIGNED = "18446744073709551615"
 USE_BLOCK = """
 // ---- appended by compile_fail/run.py --use: the model used as a program uses it ----
 #include <tenon/tenon.hpp>
@@ -145,6 +147,8 @@ def check_compile(compiler, include, path, want, extra_flags):
     others = sorted(set(ID_RE.findall(out)) - {want["id"]})
     if others:
         return False, "another tenon id in the output (a cascade): %s" % ", ".join(others), seconds, out
+    if DYN_UNSIGNED in out:
+        return False, "dyn printed as %s (an unsigned width or extent)" % DYN_UNSIGNED, seconds, out
     if len(lines) > want["max_lines"]:
         return False, "%d lines of output, at most %d allowed" % (len(lines), want["max_lines"]), seconds, out
     internal = [l for l in lines if "detail::" in l and

@@ -88,7 +88,7 @@ auto textcat_linear(const Tok2VecConfig& c, std::size_t n_classes) {
 // The worked example of docs/combinators.md ("A tok2vec stack"): spaCy's default tok2vec
 // (4 features: NORM, PREFIX, SUFFIX, SHAPE; window 1; 3 pieces) with static widths, which
 // chain propagates (expand_window<1> gets nI = Width, the encoder's Maxout nI = 3 * Width).
-template <std::size_t Width>
+template <extent_t Width>
 auto spacy_tok2vec(std::size_t depth) {
     const MaxoutOptions maxout{.nP = 3, .dropout = 0.0, .normalize = true};
     auto embed = list2ragged<Ints2d>() >>

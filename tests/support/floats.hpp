@@ -13,7 +13,7 @@
 
 namespace tenon::testing {
 
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 void collect_floats(Array<T, E...>& a, std::vector<float*>& out) {
     if constexpr (std::is_same_v<T, float>)
         for (float& v : a) out.push_back(&v);

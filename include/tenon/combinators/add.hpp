@@ -40,11 +40,11 @@ struct add_check_of {
     static constexpr std::size_t bad_type = detail::first_types_mismatch<Ls...>();
     static constexpr std::size_t n = sizeof...(Ls);
     static constexpr detail::width_clash in_clash = [] {
-        const std::size_t w[] = {widths::static_nI_v<Ls>..., dyn};
+        const extent_t w[] = {widths::static_nI_v<Ls>..., dyn};
         return detail::first_width_clash(w, n);
     }();
     static constexpr detail::width_clash out_clash = [] {
-        const std::size_t w[] = {widths::static_nO_v<Ls>..., dyn};
+        const extent_t w[] = {widths::static_nO_v<Ls>..., dyn};
         return detail::first_width_clash(w, n);
     }();
     template <std::size_t I>
@@ -87,18 +87,18 @@ public:
     using typename P::InView;
     using typename P::Out;
     using typename P::OutView;
-    static constexpr std::size_t static_nI = detail::common_static_nI<Ls...>;
-    static constexpr std::size_t static_nO = [] {
-        const std::size_t w[] = {widths::static_nO_v<Ls>..., dyn};
-        const std::size_t o = detail::common_width(w, N);
+    static constexpr extent_t static_nI = detail::common_static_nI<Ls...>;
+    static constexpr extent_t static_nO = [] {
+        const extent_t w[] = {widths::static_nO_v<Ls>..., dyn};
+        const extent_t o = detail::common_width(w, N);
         return o == dyn && keeps_some_width ? static_nI : o;
     }();
     static constexpr bool width_preserving = all_true<widths::width_preserving<Ls>...>;
     static constexpr bool nO_is_nI = keeps_some_width;
     // The same layers with a static nI (chain's width propagation).
-    template <std::size_t W>
+    template <extent_t W>
     using with_nI = Add<typename widths::rebind_nI<Ls, W>::type...>;
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = widths::first_failure_t<widths::nested_failure_t<Ls, W>...>;
 
     template <class... Us>

@@ -29,7 +29,7 @@ struct bidirectional_types {
 };
 template <class L, class R>
 struct bidirectional_check_of {
-    static constexpr std::size_t nl = widths::static_nI<L>(), nr = widths::static_nI<R>();
+    static constexpr extent_t nl = widths::static_nI<L>(), nr = widths::static_nI<R>();
     using type = std::conditional_t<
         !std::is_same_v<typename L::In, tenon::Padded> || !std::is_same_v<typename L::Out, tenon::Padded>,
         bidirectional_types<layer<0>, expects_type<name_t<typename L::In>>, produces_type<name_t<typename L::Out>>>,
@@ -57,18 +57,18 @@ public:
     using typename Base::InView;
     using typename Base::Out;
     using typename Base::OutView;
-    static constexpr std::size_t static_nI =
+    static constexpr extent_t static_nI =
         widths::static_nI<L>() != dyn ? widths::static_nI<L>() : widths::static_nI<R>();
-    static constexpr std::size_t static_nO = widths::static_nO<L>() != dyn && widths::static_nO<R>() != dyn
+    static constexpr extent_t static_nO = widths::static_nO<L>() != dyn && widths::static_nO<R>() != dyn
                                                  ? widths::static_nO<L>() + widths::static_nO<R>()
                                                  : dyn;
-    template <std::size_t W>
+    template <extent_t W>
     using with_nI = Bidirectional<typename widths::rebind_nI<L, W>::type, typename widths::rebind_nI<R, W>::type>;
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = widths::first_failure_t<widths::nested_failure_t<L, W>, widths::nested_failure_t<R, W>>;
 
     Bidirectional(L l2r, R r2l)
-        : Base("bi" + l2r.name(), {{"nO", static_nO}, {"nI", static_nI}}, {}), l2r_(std::move(l2r)),
+        : Base("bi" + l2r.name(), {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}), l2r_(std::move(l2r)),
           r2l_(std::move(r2l)) {
         if (l2r_.is_initialized() && r2l_.is_initialized()) {
             sync_dims();
@@ -180,7 +180,7 @@ auto make_bidirectional(L&& l2r, R&& r2l) {
         static_assert(sizeof(Check) > 0);  // E026, E028: said here, at the call
         return failed_model{};
     } else {
-        constexpr std::size_t W = common_static_nI<DL, DR>;
+        constexpr extent_t W = common_static_nI<DL, DR>;
         using TL = typename widths::rebind_nI<DL, W>::type;
         using TR = typename widths::rebind_nI<DR, W>::type;
         return Bidirectional<TL, TR>(TL(DL(std::forward<L>(l2r))), TR(DR(std::forward<R>(r2l))));

@@ -38,7 +38,7 @@ namespace tenon {
 
 template <Model L>
 class Residual;
-template <std::size_t NO, std::size_t NI, std::size_t NP>
+template <extent_t NO, extent_t NI, extent_t NP>
 class Maxout;
 
 namespace check {
@@ -47,11 +47,11 @@ struct residual_widths;  // E025, combinators/residual.hpp
 // A width mismatch at a residual whose layer's nI the types leave open (Relu<8, 4>() >>
 // residual(Relu<16>())): the residual would get 8 and its layer make 16, so the mistake is
 // the residual's (E025), not the chain's.
-template <class At, std::size_t Expects, std::size_t Produces>
+template <class At, extent_t Expects, extent_t Produces>
 struct residual_at {
     static constexpr bool is = false;
 };
-template <class L, std::size_t Expects, std::size_t Produces>
+template <class L, extent_t Expects, extent_t Produces>
 struct residual_at<Residual<L>, Expects, Produces> {
     static constexpr bool is = widths::static_nI<L>() == dyn && widths::static_nO<L>() != dyn;
     using type = residual_widths<L, expects_width<Produces>, produces_width<widths::static_nO<L>()>>;
@@ -69,11 +69,11 @@ struct chain_type_check<Bad, Ls...> {
     using type = chain_types<layer<Bad>, expects_type<name_t<typename type_at_t<Bad, Ls...>::In>>, layer<Bad - 1>,
                              produces_type<name_t<typename type_at_t<Bad - 1, Ls...>::Out>>>;
 };
-template <bool Bad, std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces>
+template <bool Bad, std::size_t I, extent_t Expects, std::size_t J, extent_t Produces>
 struct chain_width_check {
     using type = chain_widths<ok, ok, ok, ok>;
 };
-template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces>
+template <std::size_t I, extent_t Expects, std::size_t J, extent_t Produces>
 struct chain_width_check<true, I, Expects, J, Produces> {
     using type = chain_widths<layer<I>, expects_width<Expects>, layer<J>, produces_width<Produces>>;
 };
@@ -81,18 +81,18 @@ struct chain_width_check<true, I, Expects, J, Produces> {
 // argument (Maxout<64, 3> is an easy mistake for "3 pieces").
 template <class At>
 inline constexpr bool maxout_pieces_mistake = false;
-template <std::size_t NO, std::size_t NI>
+template <extent_t NO, extent_t NI>
 inline constexpr bool maxout_pieces_mistake<Maxout<NO, NI, dyn>> = NI <= 8;
 // The check for a width mismatch at layer I: E025 at a residual (above), the Maxout hint, or
 // E001.
-template <bool Bad, std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces, class... Ls>
+template <bool Bad, std::size_t I, extent_t Expects, std::size_t J, extent_t Produces, class... Ls>
 struct chain_width_check_at : chain_width_check<Bad, I, Expects, J, Produces> {};
-template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces, class... Ls>
+template <std::size_t I, extent_t Expects, std::size_t J, extent_t Produces, class... Ls>
     requires(residual_at<type_at_t<I, Ls...>, Expects, Produces>::is)
 struct chain_width_check_at<true, I, Expects, J, Produces, Ls...> {
     using type = typename residual_at<type_at_t<I, Ls...>, Expects, Produces>::type;
 };
-template <std::size_t I, std::size_t Expects, std::size_t J, std::size_t Produces, class... Ls>
+template <std::size_t I, extent_t Expects, std::size_t J, extent_t Produces, class... Ls>
     requires(maxout_pieces_mistake<type_at_t<I, Ls...>>)
 struct chain_width_check_at<true, I, Expects, J, Produces, Ls...> {
     using type = chain_widths_maxout<layer<I>, expects_width<Expects>, layer<J>, produces_width<Produces>>;
@@ -313,11 +313,11 @@ struct chain_check_of<type_list<Ls...>> {
 namespace widths {
 // The chain of layers Ls when width W reaches the first one: each layer whose nI is dyn
 // rebound to the static width that reaches it (Chain::with_nI, below the class).
-template <std::size_t W, class Seq, class... Ls>
+template <extent_t W, class Seq, class... Ls>
 struct rebound_chain_from;
 // What fails inside or along the chain of layers Ls when width W reaches the first one (void:
 // nothing): Chain::nested_failure, below the class.
-template <std::size_t W, class Seq, class... Ls>
+template <extent_t W, class Seq, class... Ls>
 struct chain_failure_from;
 }  // namespace widths
 
@@ -350,15 +350,15 @@ public:
     using typename Base::OutView;
     // The layers, tuple-like: get<I>(layers), auto& [a, b] = layers.
     using Layers = ChainLayers<Ls...>;
-    static constexpr std::size_t static_nI = flow.first_in;
-    static constexpr std::size_t static_nO = flow.outgoing;
+    static constexpr extent_t static_nI = flow.first_in;
+    static constexpr extent_t static_nO = flow.outgoing;
     static constexpr bool width_preserving = flow.all_keep;
     // The same chain nested in another model (residual, clone, with_array, ...) after a layer of
     // static width W: the width flows into its layers, so a mismatch inside it is found at
     // compile time wherever it is nested (and its layers know their widths without data).
-    template <std::size_t W>
+    template <extent_t W>
     using with_nI = typename widths::rebound_chain_from<W, std::index_sequence_for<Ls...>, Ls...>::type;
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = typename widths::chain_failure_from<W, std::index_sequence_for<Ls...>, Ls...>::type;
 
     // From the layers, or from layers that convert to them (the same layers before static
@@ -381,7 +381,7 @@ public:
     // Layer i is src.entry(i) (how chain() builds a chain).
     template <class Src>
     Chain(detail::from_source_t, const Src& src)
-        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(N) {
+        : Base("", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}), layers_(N) {
         for (std::size_t i = 0; i < N; ++i) layers_.push(src.entry(i));
         finish_construction();
     }
@@ -389,7 +389,7 @@ public:
     // last layer's type (chain >> layer: a constant amount of code per step).
     template <class... Ps, class M>
     Chain(detail::append_t, ChainLayers<Ps...>&& prefix, M&& last)
-        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}), layers_(std::move(prefix), 1) {
+        : Base("", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}), layers_(std::move(prefix), 1) {
         constexpr bool move = std::is_rvalue_reference_v<M&&> && !std::is_const_v<std::remove_reference_t<M>>;
         using S = std::remove_cvref_t<M>;
         layers_.push(detail::chain_make_layer<last_t<Ls...>, S, move>(
@@ -645,7 +645,7 @@ template <std::size_t... I, class... Ls>
 struct rebound_chain<std::index_sequence<I...>, Ls...> {
     using type = Chain<typename widths::rebind_nI<Ls, widths::flow<Ls...>::incoming.at[I]>::type...>;
 };
-template <std::size_t W, std::size_t... I, class... Ls>
+template <extent_t W, std::size_t... I, class... Ls>
 struct rebound_chain_from<W, std::index_sequence<I...>, Ls...> {
     using type =
         Chain<typename widths::rebind_nI<Ls, widths::flow<Ls...>::template incoming_from<W>.at[I]>::type...>;
@@ -660,7 +660,7 @@ struct chain_failure_or_check<void, detail::type_list<Ls...>> {
     using Check = detail::chain_check_of<detail::type_list<Ls...>>;
     using type = std::conditional_t<Check::ok, void, typename Check::failure>;
 };
-template <std::size_t W, std::size_t... I, class... Ls>
+template <extent_t W, std::size_t... I, class... Ls>
 struct chain_failure_from<W, std::index_sequence<I...>, Ls...> {
     using type = typename chain_failure_or_check<
         first_failure_t<nested_failure_t<Ls, flow<Ls...>::template incoming_from<W>.at[I]>...>,

@@ -20,7 +20,7 @@ namespace tenon {
 namespace check {
 // The checks of clone(layer, n): E003 where the layer's output type is not its input type,
 // else E016 where its static widths differ; `ok` arguments when copies of it can be chained.
-template <class L, std::size_t NI = widths::static_nI<L>(), std::size_t NO = widths::static_nO<L>()>
+template <class L, extent_t NI = widths::static_nI<L>(), extent_t NO = widths::static_nO<L>()>
 using clone_check = std::conditional_t<
     !std::is_same_v<typename L::In, typename L::Out>,
     clone_types<L, expects_type<name_t<typename L::In>>, produces_type<name_t<typename L::Out>>>,
@@ -43,21 +43,21 @@ public:
     using typename Base::Out;
     using typename Base::OutView;
     // Unknown when n may be 0 (the identity); a clone of one layer type keeps its widths.
-    static constexpr std::size_t static_nI = widths::static_nI<L>();
-    static constexpr std::size_t static_nO = widths::static_nO<L>();
+    static constexpr extent_t static_nI = widths::static_nI<L>();
+    static constexpr extent_t static_nO = widths::static_nO<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
     static constexpr lowering::CloneCopies lowered_as{};  // lower(): the copies' stages in order
     // After a layer of static width W (chain's width propagation): the width flows into the
     // copies, so a mismatch inside them is a compile error wherever the clone is nested.
-    template <std::size_t W>
+    template <extent_t W>
     using with_nI = Clone<typename widths::rebind_nI<L, W>::type>;
     // What fails inside the layer at width W, else its copies at W when they cannot be chained
     // (clone(Relu<64>(), 3) after a 32-wide layer: E016 where the chain is made).
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = widths::first_failure_t<widths::nested_failure_t<L, W>,
                                                    check::clone_failure<typename widths::rebind_nI<L, W>::type>>;
 
-    Clone(const L& layer, std::size_t n) : Base("clone", {{"nO", static_nO}, {"nI", static_nI}}, {}) {
+    Clone(const L& layer, std::size_t n) : Base("clone", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}) {
         copies_.reserve(n);
         for (std::size_t i = 0; i < n; ++i) copies_.push_back(layer);
         this->name_ = n ? "clone(" + layer.name() + " x" + std::to_string(n) + ")" : "noop";
@@ -69,7 +69,7 @@ public:
     // From the copies before the width reached them (with_nI): each moved in, converted.
     template <class U>
         requires(!std::is_same_v<U, L>)
-    explicit Clone(Clone<U>&& other) : Base("clone", {{"nO", static_nO}, {"nI", static_nI}}, {}) {
+    explicit Clone(Clone<U>&& other) : Base("clone", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}) {
         copies_.reserve(other.size());
         bool all_initialized = true;
         for (std::size_t i = 0; i < other.size(); ++i) {

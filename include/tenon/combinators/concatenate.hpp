@@ -37,7 +37,7 @@ struct concatenate_check_of {
     static constexpr std::size_t bad_type = detail::first_types_mismatch<Ls...>();
     static constexpr std::size_t n = sizeof...(Ls);
     static constexpr detail::width_clash in_clash = [] {
-        const std::size_t w[] = {widths::static_nI_v<Ls>..., dyn};
+        const extent_t w[] = {widths::static_nI_v<Ls>..., dyn};
         return detail::first_width_clash(w, n);
     }();
     template <std::size_t I>
@@ -74,20 +74,20 @@ public:
     using typename P::InView;
     using typename P::Out;
     using typename P::OutView;
-    static constexpr std::size_t static_nI = detail::common_static_nI<Ls...>;
+    static constexpr extent_t static_nI = detail::common_static_nI<Ls...>;
     // The sum of the layers' static output widths, where all are static.
-    static constexpr std::size_t static_nO = [] {
-        const std::size_t w[] = {widths::static_nO_v<Ls>..., dyn};
-        std::size_t sum = 0;
+    static constexpr extent_t static_nO = [] {
+        const extent_t w[] = {widths::static_nO_v<Ls>..., dyn};
+        extent_t sum = 0;
         for (std::size_t i = 0; i < N; ++i) {
-            if (w[i] == dyn) return dyn;
+            if (w[i] == dyn) return extent_t{dyn};
             sum += w[i];
         }
         return sum;
     }();
-    template <std::size_t W>
+    template <extent_t W>
     using with_nI = Concatenate<typename widths::rebind_nI<Ls, W>::type...>;
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = widths::first_failure_t<widths::nested_failure_t<Ls, W>...>;
     // lower(): each branch's stages from the same boundary, then a concat stage.
     static constexpr lowering::ConcatBranches lowered_as{};

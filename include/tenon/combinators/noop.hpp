@@ -23,7 +23,7 @@ struct noop_layout {
     static type of(input_view_t<T> x) { return layout_of(x); }
     static std::string str(const type& l) { return layout_vec_str(l); }
 };
-template <class E, std::size_t... Ext>
+template <class E, extent_t... Ext>
 struct noop_layout<Array<E, Ext...>> {
     using type = std::array<std::size_t, sizeof...(Ext)>;
     static type of(input_view_t<Array<E, Ext...>> x) { return x.shape(); }

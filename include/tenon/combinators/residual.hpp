@@ -31,7 +31,7 @@ struct residual_widths {
                   "[tenon-E025] residual(layer): Y = X + layer(X), so the layer's output width must be its input "
                   "width (expects_width<W> but produces_width<V>: see the instantiation line)");
 };
-template <class L, std::size_t NI = widths::static_nI<L>(), std::size_t NO = widths::static_nO<L>()>
+template <class L, extent_t NI = widths::static_nI<L>(), extent_t NO = widths::static_nO<L>()>
 using residual_check = std::conditional_t<
     !std::is_same_v<typename L::In, typename L::Out> || !detail::summable<typename L::In>,
     residual_types<L, expects_type<name_t<typename L::In>>, produces_type<name_t<typename L::Out>>>,
@@ -51,17 +51,17 @@ public:
     using typename Base::Out;
     using typename Base::OutView;
     // One width in and out: the layer's static nI or nO, whichever is known.
-    static constexpr std::size_t static_nI =
+    static constexpr extent_t static_nI =
         widths::static_nI<L>() != dyn ? widths::static_nI<L>() : widths::static_nO<L>();
-    static constexpr std::size_t static_nO = static_nI;
+    static constexpr extent_t static_nO = static_nI;
     static constexpr bool nO_is_nI = true;
-    template <std::size_t W>
+    template <extent_t W>
     using with_nI = Residual<typename widths::rebind_nI<L, W>::type>;
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = widths::nested_failure_t<L, W>;
 
     explicit Residual(L layer)
-        : Base("residual(" + layer.name() + ")", {{"nO", static_nO}, {"nI", static_nI}}, {}),
+        : Base("residual(" + layer.name() + ")", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}),
           layer_(std::move(layer)) {
         // The width the layer already knows (from its options, where the type leaves it dyn),
         // for the models around this one to read before initialize.

@@ -31,7 +31,7 @@ struct siamese_widths {
                   "whose width is the layer's output width (similarity expects_width<W> but the layer "
                   "produces_width<V>: see the instantiation line)");
 };
-template <class L, class S, std::size_t NO = widths::static_nO<L>(), std::size_t NI = widths::static_nI<S>()>
+template <class L, class S, extent_t NO = widths::static_nO<L>(), extent_t NI = widths::static_nI<S>()>
 using siamese_check = std::conditional_t<
     !std::is_same_v<typename S::In, std::pair<typename L::Out, typename L::Out>>,
     siamese_types<expects_type<name_t<typename S::In>>, produces_type<name_t<std::pair<typename L::Out, typename L::Out>>>>,
@@ -49,11 +49,11 @@ public:
     using typename Base::InView;
     using typename Base::Out;
     using typename Base::OutView;
-    static constexpr std::size_t static_nI = widths::static_nI<L>();
-    static constexpr std::size_t static_nO = widths::static_nO<S>();
+    static constexpr extent_t static_nI = widths::static_nI<L>();
+    static constexpr extent_t static_nO = widths::static_nO<S>();
 
     Siamese(L layer, S similarity)
-        : Base("siamese(" + layer.name() + ", " + similarity.name() + ")", {{"nO", static_nO}, {"nI", static_nI}},
+        : Base("siamese(" + layer.name() + ", " + similarity.name() + ")", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}},
                {}),
           layer_(std::move(layer)), similarity_(std::move(similarity)) {
         if (layer_.is_initialized() && similarity_.is_initialized()) {

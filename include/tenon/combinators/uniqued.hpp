@@ -59,10 +59,10 @@ class Uniqued : public Layer<Uniqued<L>, typename L::In, typename L::Out> {
 public:
     using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
     using typename Base::In;
-    static constexpr std::size_t static_nO = widths::static_nO<L>();
+    static constexpr extent_t static_nO = widths::static_nO<L>();
 
     Uniqued(L layer, std::size_t column = 0)
-        : Base("uniqued(" + layer.name() + ")", {{"nO", static_nO}, {"nI", dyn}}, {}), layer_(std::move(layer)) {
+        : Base("uniqued(" + layer.name() + ")", {{"nO", as_dim(static_nO)}, {"nI", dyn}}, {}), layer_(std::move(layer)) {
         this->set_attr("column", static_cast<std::int64_t>(column));
         if (layer_.is_initialized()) {  // an initialised layer is ready to use as it is
             sync_dims();

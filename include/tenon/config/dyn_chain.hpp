@@ -210,8 +210,8 @@ public:
     using typename Base::InView;
     using typename Base::Out;
     using typename Base::OutView;
-    static constexpr std::size_t static_nI = dyn;
-    static constexpr std::size_t static_nO = dyn;
+    static constexpr extent_t static_nI = dyn;
+    static constexpr extent_t static_nO = dyn;
 
     // The steps, checked: each one's output type is the next one's input type (E315), the
     // first takes In and the last gives Out (E316).

@@ -34,7 +34,7 @@ struct Shuffle {
 inline constexpr Shuffle shuffle{};
 
 namespace detail {
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 void gather_rows(const Array<T, E...>& src, const std::size_t* rows, std::size_t n, Array<T, E...>& out) {
     auto shape = src.shape();
     const std::size_t stride = shape[0] ? src.size() / shape[0] : 0;
@@ -110,7 +110,7 @@ private:
 namespace detail {
 template <class T>
 inline constexpr bool is_array_v = false;
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 inline constexpr bool is_array_v<Array<T, E...>> = true;
 
 // A list of items to batch: a List<A> or a std::vector of anything (not an array).
@@ -172,11 +172,11 @@ struct batch_args {
 
 }  // namespace detail
 
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X) {
     return {size, false, X};
 }
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X, Shuffle) {
     return {size, true, X};
 }

@@ -14,7 +14,7 @@
 
 namespace tenon {
 
-template <std::size_t NI = dyn>
+template <extent_t NI = dyn>
 class CauchySimilarity : public Layer<CauchySimilarity<NI>, std::pair<Floats2d, Floats2d>, Floats1d> {
     using Base = Layer<CauchySimilarity<NI>, std::pair<Floats2d, Floats2d>, Floats1d>;
     friend Base;
@@ -23,10 +23,10 @@ class CauchySimilarity : public Layer<CauchySimilarity<NI>, std::pair<Floats2d, 
 public:
     using typename Base::In;
     using typename Base::InView;
-    static constexpr std::size_t static_nI = NI == 0 ? dyn : NI;
-    static constexpr std::size_t static_nO = 1;
+    static constexpr extent_t static_nI = NI < 1 ? dyn : NI;
+    static constexpr extent_t static_nO = 1;
 
-    explicit CauchySimilarity(std::size_t nI = dyn) : Base("cauchy_similarity", {{"nI", NI}, {"nO", 1}}, {{"W", {"nI"}}}) {
+    explicit CauchySimilarity(std::size_t nI = dyn) : Base("cauchy_similarity", {{"nI", as_dim(NI)}, {"nO", 1}}, {{"W", {"nI"}}}) {
         if (nI != dyn) this->set_dim("nI", nI);
     }
 

@@ -30,7 +30,7 @@ struct EmbedOptions {
     std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
 };
 
-template <std::size_t NO = dyn, class In = Ints2d>
+template <extent_t NO = dyn, class In = Ints2d>
 class Embed : public Layer<Embed<NO, In>, In, Floats2d> {
     using Base = Layer<Embed<NO, In>, In, Floats2d>;
     friend Base;
@@ -39,12 +39,12 @@ class Embed : public Layer<Embed<NO, In>, In, Floats2d> {
 
 public:
     using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
-    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
+    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
 
     Embed(std::size_t nV, std::size_t column = 0, std::optional<double> dropout = {})
         : Embed(nV, EmbedOptions{dyn, column, {}, dropout}) {}
     Embed(std::size_t nV, EmbedOptions o)
-        : Base("embed", {{"nO", NO}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
+        : Base("embed", {{"nO", as_dim(NO)}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
         detail::check_table_args<In>(*this, "embed", nV, o.nO, o.column, o.dropout);
         detail::set_table_attrs(*this, o.column, o.dropout);

@@ -38,7 +38,7 @@ using expand_window_check = std::conditional_t<std::is_same_v<T, tenon::Floats2d
                                                expand_window_type<given_type<name_t<T>>>>;
 }  // namespace check
 
-template <class T = Floats2d, std::size_t W = dyn, std::size_t NI = dyn>
+template <class T = Floats2d, extent_t W = dyn, extent_t NI = dyn>
 class ExpandWindow : public Layer<ExpandWindow<T, W, NI>, T, T> {
     using Base = Layer<ExpandWindow<T, W, NI>, T, T>;
     friend Base;
@@ -52,26 +52,26 @@ private:
     using InPtr = const std::remove_reference_t<InView>*;
 
 public:
-    static constexpr std::size_t static_nI = NI == 0 ? dyn : NI;
-    static constexpr std::size_t static_nO = W == dyn || static_nI == dyn ? dyn : (2 * W + 1) * static_nI;
+    static constexpr extent_t static_nI = NI < 1 ? dyn : NI;
+    static constexpr extent_t static_nO = W == dyn || static_nI == dyn ? dyn : (2 * W + 1) * static_nI;
     // Chain's width propagation: the output width, given the input's.
-    static constexpr std::size_t nO_per_nI = W == dyn ? 0 : 2 * W + 1;
+    static constexpr extent_t nO_per_nI = W == dyn ? 0 : 2 * W + 1;
 
     // The same layer with a static nI (chain's width propagation), where the window is static
     // too: then its output width is static as well.
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(W != dyn)
     using with_nI = ExpandWindow<T, W, N2>;
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NI != N2)
     explicit ExpandWindow(ExpandWindow<T, W, N2>&& o) : Base(static_cast<Node&&>(o)), window_(o.window()) {
         this->fix_dim(1, NI);
         this->fix_dim(0, static_nO);
     }
 
-    explicit ExpandWindow(std::size_t window_size = W == dyn ? 1 : W)
-        : Base("expand_window", {{"nO", static_nO}, {"nI", static_nI}}, {}), window_(window_size) {
-        if (W != dyn && window_size != W)
+    explicit ExpandWindow(std::size_t window_size = W == dyn ? 1 : as_dim(W))
+        : Base("expand_window", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}), window_(window_size) {
+        if (W != dyn && window_size != static_cast<std::size_t>(W))
             throw Error("expand_window: the window size is " + std::to_string(W) + " in the type but " +
                             std::to_string(window_size) + " was given",
                         "tenon-E195");
@@ -109,7 +109,7 @@ public:
     };
 
 private:
-    template <class, std::size_t, std::size_t>
+    template <class, extent_t, extent_t>
     friend class ExpandWindow;
 
     static Floats2dCView data_of(InView X) {
@@ -179,7 +179,7 @@ auto expand_window(std::size_t window_size = 1) {
         return ExpandWindow<T>(window_size);
     }
 }
-template <std::size_t W, class T = Floats2d>
+template <extent_t W, class T = Floats2d>
 auto expand_window() {
     if constexpr (!std::is_same_v<check::expand_window_check<T>, check::ok>) {
         static_assert(sizeof(check::expand_window_check<T>) > 0);  // E053

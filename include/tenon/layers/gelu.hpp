@@ -6,7 +6,7 @@
 
 namespace tenon {
 
-template <std::size_t NO = dyn, std::size_t NI = dyn>
+template <extent_t NO = dyn, extent_t NI = dyn>
 class Gelu : public detail::Dense<Gelu<NO, NI>, NO, NI> {
     using Base = detail::Dense<Gelu<NO, NI>, NO, NI>;
     // E012: a static width of 0.
@@ -14,10 +14,10 @@ class Gelu : public detail::Dense<Gelu<NO, NI>, NO, NI> {
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
-    template <std::size_t N2>
-        requires(NO != 0)  // not for a layer that fails E012
+    template <extent_t N2>
+        requires(NO != 0 && NO >= -1)  // not for a layer that fails E012
     using with_nI = Gelu<NO, N2>;
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NI != N2)
     explicit Gelu(Gelu<NO, N2>&& other) : Base(std::move(other)) {}
     // The activation (fn::Gelu: its gradient Phi(z) + z phi(z) from the pre-activation z,

@@ -6,7 +6,7 @@
 
 namespace tenon {
 
-template <std::size_t NO = dyn, std::size_t NI = dyn>
+template <extent_t NO = dyn, extent_t NI = dyn>
 class HardSwish : public detail::Dense<HardSwish<NO, NI>, NO, NI> {
     using Base = detail::Dense<HardSwish<NO, NI>, NO, NI>;
     // E012: a static width of 0.
@@ -16,10 +16,10 @@ class HardSwish : public detail::Dense<HardSwish<NO, NI>, NO, NI> {
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
-    template <std::size_t N2>
-        requires(NO != 0)  // not for a layer that fails E012
+    template <extent_t N2>
+        requires(NO != 0 && NO >= -1)  // not for a layer that fails E012
     using with_nI = HardSwish<NO, N2>;
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NI != N2)
     explicit HardSwish(HardSwish<NO, N2>&& other) : Base(std::move(other)) {}
     // The activation (fn::HardSwish: its gradient from the pre-activation z, which the

@@ -59,7 +59,7 @@ struct HashEmbedOptions {
     std::optional<double> dropout{};  // {}: a designated initializer may leave it out (-Wextra)
 };
 
-template <std::size_t NO = dyn, class In = Ints2d>
+template <extent_t NO = dyn, class In = Ints2d>
 class HashEmbed : public Layer<HashEmbed<NO, In>, In, Floats2d> {
     using Base = Layer<HashEmbed<NO, In>, In, Floats2d>;
     friend Base;
@@ -68,13 +68,13 @@ class HashEmbed : public Layer<HashEmbed<NO, In>, In, Floats2d> {
 
 public:
     using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
-    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
+    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
 
     HashEmbed(std::size_t nV, std::optional<std::uint32_t> seed = {}, std::size_t column = 0,
               std::optional<double> dropout = {})
         : HashEmbed(nV, HashEmbedOptions{dyn, seed, column, {}, dropout}) {}
     HashEmbed(std::size_t nV, HashEmbedOptions o)
-        : Base("hashembed", {{"nO", NO}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
+        : Base("hashembed", {{"nO", as_dim(NO)}, {"nV", dyn}}, {{"E", {"nV", "nO"}}}),
           init_E_(o.initializer ? std::move(o.initializer) : Init(uniform_init)) {
         detail::check_table_args<In>(*this, "hashembed", nV, o.nO, o.column, o.dropout);
         this->set_attr("seed", static_cast<std::int64_t>(o.seed ? *o.seed : static_cast<std::uint32_t>(this->id())));

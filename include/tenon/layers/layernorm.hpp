@@ -9,7 +9,7 @@
 
 namespace tenon {
 
-template <std::size_t NI = dyn>
+template <extent_t NI = dyn>
 class LayerNorm : public Layer<LayerNorm<NI>, Floats2d, Floats2d> {
     using Base = Layer<LayerNorm<NI>, Floats2d, Floats2d>;
     friend Base;
@@ -18,10 +18,10 @@ class LayerNorm : public Layer<LayerNorm<NI>, Floats2d, Floats2d> {
 
 public:
     // A static width of 0 fails with E012; chains then see dyn (no second error).
-    static constexpr std::size_t static_nO = NI == 0 ? dyn : NI, static_nI = static_nO;
+    static constexpr extent_t static_nO = NI < 1 ? dyn : NI, static_nI = static_nO;
     static constexpr float epsilon = fn::layernorm_epsilon;
 
-    explicit LayerNorm(std::size_t nI = NI) : Base("layernorm", {{"nO", NI}, {"nI", NI}}, {{"G", {"nI"}}, {"b", {"nI"}}}) {
+    explicit LayerNorm(std::size_t nI = as_dim(NI)) : Base("layernorm", {{"nO", as_dim(NI)}, {"nI", as_dim(NI)}}, {{"G", {"nI"}}, {"b", {"nI"}}}) {
         if (nI != dyn) {
             this->set_dim("nI", nI);
             this->set_dim("nO", nI);
@@ -30,12 +30,12 @@ public:
 
     // The same layer with a static width (chain's width propagation rebinds a dyn nI; the
     // output width follows, so the width keeps flowing to the next layer).
-    template <std::size_t N2>
+    template <extent_t N2>
     using with_nI = LayerNorm<N2>;
     static constexpr bool nO_is_nI = true;
     // lower(): one operation of the row pass before it (lower/lowered_as.hpp).
     static constexpr lowering::RowOpStage lowered_as{lowering::OpKind::layernorm};
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NI != N2)
     explicit LayerNorm(LayerNorm<N2>&& o) : Base(static_cast<Node&&>(o)) {
         this->fix_dim(0, NI);

@@ -5,7 +5,7 @@
 
 namespace tenon {
 
-template <std::size_t NO = dyn, std::size_t NI = dyn>
+template <extent_t NO = dyn, extent_t NI = dyn>
 class Linear : public detail::Dense<Linear<NO, NI>, NO, NI> {
     using Base = detail::Dense<Linear<NO, NI>, NO, NI>;
     // E012: a static width of 0.
@@ -13,10 +13,10 @@ class Linear : public detail::Dense<Linear<NO, NI>, NO, NI> {
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
-    template <std::size_t N2>
-        requires(NO != 0)  // not for a layer that fails E012
+    template <extent_t N2>
+        requires(NO != 0 && NO >= -1)  // not for a layer that fails E012
     using with_nI = Linear<NO, N2>;
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NI != N2)
     explicit Linear(Linear<NO, N2>&& other) : Base(std::move(other)) {}
     // No activation; lower(): a product, then the bias over each row (lower/lowered_as.hpp).

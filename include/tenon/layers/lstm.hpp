@@ -82,7 +82,7 @@ void lstm_stage_forward(Node* layer, const lowering::SeqCall& c);
 void lstm_stage_backward(Node* layer, const lowering::SeqCall& c);
 }  // namespace detail
 
-template <std::size_t NO = dyn, std::size_t NI = dyn>
+template <extent_t NO = dyn, extent_t NI = dyn>
 class LSTM : public Layer<LSTM<NO, NI>, Padded, Padded> {
     using Base = Layer<LSTM<NO, NI>, Padded, Padded>;
     friend Base;
@@ -90,8 +90,8 @@ class LSTM : public Layer<LSTM<NO, NI>, Padded, Padded> {
     static_assert(sizeof(check::width_check<NI, LSTM, check::nI>) > 0);
 
 public:
-    static constexpr std::size_t static_nO = NO;
-    static constexpr std::size_t static_nI = NI;
+    static constexpr extent_t static_nO = NO;
+    static constexpr extent_t static_nI = NI;
     // lower(): a stage over the sequences' rows (under with_padded, or between list2padded
     // and padded2list), its tapes in the plan's workspace.
     static constexpr lowering::SeqLayerStage lowered_as{"lstm", &detail::lstm_stage_scratch,
@@ -99,9 +99,9 @@ public:
 
     LSTM() : LSTM(LSTMOptions{}) {}
     explicit LSTM(LSTMOptions o, std::size_t nO = dyn, std::size_t nI = dyn)
-        : Base("lstm", {{"nO", NO}, {"nI", NI}, {"depth", o.depth}, {"dirs", o.bi ? 2u : 1u}}, {"LSTM", "HC0"}),
+        : Base("lstm", {{"nO", as_dim(NO)}, {"nI", as_dim(NI)}, {"depth", o.depth}, {"dirs", o.bi ? 2u : 1u}}, {"LSTM", "HC0"}),
           init_W_(std::move(o.init_W)), init_b_(std::move(o.init_b)) {
-        detail::lstm_check_options(o, NO != dyn ? NO : nO);
+        detail::lstm_check_options(o, NO != dyn ? as_dim(NO) : nO);
         if (nO != dyn) this->set_dim("nO", nO);
         if (nI != dyn) this->set_dim("nI", nI);
         this->set_attr("dropout_rate", o.dropout);
@@ -144,7 +144,7 @@ private:
 };
 
 // The bidirectional LSTM: LSTM with bi set; a static nO must be even (nH = nO / 2 per direction).
-template <std::size_t NO = dyn, std::size_t NI = dyn>
+template <extent_t NO = dyn, extent_t NI = dyn>
 LSTM<NO, NI> BiLSTM(LSTMOptions o = {}, std::size_t nO = dyn, std::size_t nI = dyn) {
     static_assert(NO == dyn || NO % 2 == 0,
                   "[tenon-E287] BiLSTM<nO>: nO is the two directions' hiddens side by side, so it must be even");

@@ -54,7 +54,7 @@ private:
 };
 }  // namespace detail
 
-template <std::size_t NO = dyn, std::size_t NI = dyn, std::size_t NP = dyn>
+template <extent_t NO = dyn, extent_t NI = dyn, extent_t NP = dyn>
 class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
     using Base = Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d>;
     friend Base;
@@ -65,7 +65,7 @@ class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
 
 public:
     // A static width of 0 fails with E012; chains then see dyn (no second error).
-    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO, static_nI = NI == 0 ? dyn : NI, static_nP = NP;
+    static constexpr extent_t static_nO = NO < 1 ? dyn : NO, static_nI = NI < 1 ? dyn : NI, static_nP = NP;
     // lower(): the product, the largest piece per output, then the tail (lower/lowered_as.hpp).
     static constexpr lowering::MaxoutStage lowered_as{"maxout"};
 
@@ -76,13 +76,13 @@ public:
         : Base(Node::maxout_node(NO, NI, NP, o.nO, o.nI, o.nP)),
           init_W_(o.init_W ? o.init_W : Init(glorot_uniform_init)),
           init_b_(o.init_b ? o.init_b : Init(zero_init)),
-          tail_(static_nO, o.normalize, o.dropout) {}
+          tail_(as_dim(static_nO), o.normalize, o.dropout) {}
 
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
-    template <std::size_t N2>
-        requires(NO != 0 && NP != 0)  // not for a layer that fails E012
+    template <extent_t N2>
+        requires(NO != 0 && NO >= -1 && NP != 0 && NP >= -1)  // not for a layer that fails E012
     using with_nI = Maxout<NO, N2, NP>;
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NI != N2)
     explicit Maxout(Maxout<NO, N2, NP>&& o)
         : Base(static_cast<Node&&>(o)),
@@ -97,7 +97,7 @@ public:
     void for_each_child(const std::function<void(Node&)>& f) override { tail_.for_each_child(f); }
 
 private:
-    template <std::size_t, std::size_t, std::size_t>
+    template <extent_t, extent_t, extent_t>
     friend class Maxout;
 
     void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {

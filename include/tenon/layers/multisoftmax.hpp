@@ -24,15 +24,15 @@ std::size_t multisoftmax_width(const std::vector<std::size_t>& nOs);
 std::string multisoftmax_groups(const std::vector<std::size_t>& nOs);
 }  // namespace detail
 
-template <std::size_t NI = dyn>
+template <extent_t NI = dyn>
 class MultiSoftmax : public Layer<MultiSoftmax<NI>, Floats2d, Floats2d> {
     using Base = Layer<MultiSoftmax<NI>, Floats2d, Floats2d>;
     friend Base;
     static_assert(sizeof(check::width_check<NI, MultiSoftmax, check::nI>) > 0);  // E012
 
 public:
-    static constexpr std::size_t static_nI = NI == 0 ? dyn : NI;
-    static constexpr std::size_t static_nO = dyn;  // the groups' sum: a run-time value
+    static constexpr extent_t static_nI = NI < 1 ? dyn : NI;
+    static constexpr extent_t static_nO = dyn;  // the groups' sum: a run-time value
 
     explicit MultiSoftmax(std::vector<std::size_t> nOs, std::size_t nI = dyn)
         : Base(Node::dense_node("multisoftmax", dyn, NI, detail::multisoftmax_width(nOs), nI)), nOs_(std::move(nOs)) {

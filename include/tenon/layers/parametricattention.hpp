@@ -53,21 +53,21 @@ struct attention_key_widths {
                   "[tenon-E271] ParametricAttention_v2<nO>(key_transform): the keys K = key_transform(X) are "
                   "multiplied by Q (nO values) and X has width nO, so the key transform must map width nO to "
                   "width nO (expects_width<nO> but the key transform takes given_width<W> and produces_width<V>: "
-                  "see the instantiation line; 18446744073709551615 is dyn)");
+                  "see the instantiation line; -1 is dyn)");
 };
-template <std::size_t NO, class K>
+template <extent_t NO, class K>
 constexpr bool attention_widths_agree() {
-    constexpr std::size_t kI = widths::static_nI<K>(), kO = widths::static_nO<K>();
-    const std::size_t w[3] = {NO, kI, kO};
-    std::size_t known = dyn;
-    for (std::size_t v : w) {
+    constexpr extent_t kI = widths::static_nI<K>(), kO = widths::static_nO<K>();
+    const extent_t w[3] = {NO, kI, kO};
+    extent_t known = dyn;
+    for (extent_t v : w) {
         if (v == dyn) continue;
         if (known != dyn && v != known) return false;
         known = v;
     }
     return true;
 }
-template <std::size_t NO, class K>
+template <extent_t NO, class K>
 constexpr auto attention_key_check_of() {
     if constexpr (!Model<K>) {
         return attention_key_model<not_a_model<name_t<K>>>{};
@@ -83,7 +83,7 @@ constexpr auto attention_key_check_of() {
     }
 }
 // ok, or the failing check (instantiating its type asserts).
-template <std::size_t NO, class K>
+template <extent_t NO, class K>
 using attention_key_check = decltype(attention_key_check_of<NO, K>());
 }  // namespace check
 
@@ -115,9 +115,9 @@ void check_attention_gradient(const Node& layer, const Ints1d& lengths, std::siz
 void attention_init_q(float* Q, std::size_t n);
 
 // The one width in and out: nO, or else the key transform's static width (K void: none).
-template <std::size_t NO, class K>
-constexpr std::size_t attention_width() {
-    if constexpr (NO != dyn && NO != 0) return NO;
+template <extent_t NO, class K>
+constexpr extent_t attention_width() {
+    if constexpr (NO > 0) return NO;
     else if constexpr (!std::is_void_v<K>)
         return widths::static_nO<K>() != dyn ? widths::static_nO<K>() : widths::static_nI<K>();
     else return dyn;
@@ -136,7 +136,7 @@ struct attention_key<void> {
 };
 
 // Both versions: the key transform K (void: none, the keys are the input's rows).
-template <class Derived, std::size_t NO, class KeyT>
+template <class Derived, extent_t NO, class KeyT>
 class Attention : public Layer<Derived, Ragged, Ragged> {
     using Base = Layer<Derived, Ragged, Ragged>;
     friend Base;
@@ -144,8 +144,8 @@ class Attention : public Layer<Derived, Ragged, Ragged> {
 
 public:
     static constexpr bool has_key_transform = !std::is_void_v<KeyT>;
-    static constexpr std::size_t static_nO = attention_width<NO, KeyT>();
-    static constexpr std::size_t static_nI = static_nO;
+    static constexpr extent_t static_nO = attention_width<NO, KeyT>();
+    static constexpr extent_t static_nI = static_nO;
     static constexpr bool nO_is_nI = true;
     // lower(): a stage over the sequences' rows; a key transform's stages are a branch from
     // the same rows (lowered_as.hpp).
@@ -186,13 +186,13 @@ public:
 protected:
     explicit Attention(std::size_t nO)
         requires(!has_key_transform)
-        : Base("para-attn", {{"nO", NO}, {"nI", NO}}, {{"Q", {"nO"}}}) {
+        : Base("para-attn", {{"nO", as_dim(NO)}, {"nI", as_dim(NO)}}, {{"Q", {"nO"}}}) {
         if (nO != dyn) set_width(nO);
     }
     template <class KK>
         requires(has_key_transform)
     Attention(KK&& key, std::size_t nO)
-        : Base("para-attn", {{"nO", static_nO}, {"nI", static_nO}}, {{"Q", {"nO"}}}), key_(std::forward<KK>(key)) {
+        : Base("para-attn", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nO)}}, {{"Q", {"nO"}}}), key_(std::forward<KK>(key)) {
         if (nO != dyn) set_width(nO);
         // The width the key transform already knows (its options, where its type leaves it dyn).
         const std::size_t kw = widths::known(key_, "nO") != dyn ? widths::known(key_, "nO") : widths::known(key_, "nI");
@@ -288,18 +288,18 @@ private:
 }  // namespace detail
 
 // Thinc's ParametricAttention (v1): the keys are the input's rows.
-template <std::size_t NO = dyn>
+template <extent_t NO = dyn>
 class ParametricAttention : public detail::Attention<ParametricAttention<NO>, NO, void> {
     using Base = detail::Attention<ParametricAttention<NO>, NO, void>;
     friend Layer<ParametricAttention<NO>, Ragged, Ragged>;
     friend Base;
 
 public:
-    explicit ParametricAttention(std::size_t nO = NO) : Base(nO) {}
+    explicit ParametricAttention(std::size_t nO = as_dim(NO)) : Base(nO) {}
     // The same layer with a static width (chain's width propagation rebinds a dyn nO).
-    template <std::size_t N2>
+    template <extent_t N2>
     using with_nI = ParametricAttention<N2>;
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NO != N2)
     explicit ParametricAttention(ParametricAttention<N2>&& o) : Base(static_cast<Node&&>(o)) {
         if constexpr (NO != dyn) {
@@ -310,7 +310,7 @@ public:
 };
 
 // ParametricAttention_v2's model: a key transform of type K (a Floats2d -> Floats2d model).
-template <std::size_t NO, class K>
+template <extent_t NO, class K>
 class ParametricAttentionV2 : public detail::Attention<ParametricAttentionV2<NO, K>, NO, K> {
     using Base = detail::Attention<ParametricAttentionV2<NO, K>, NO, K>;
     friend Layer<ParametricAttentionV2<NO, K>, Ragged, Ragged>;
@@ -318,7 +318,7 @@ class ParametricAttentionV2 : public detail::Attention<ParametricAttentionV2<NO,
     static_assert(sizeof(check::attention_key_check<NO, K>) > 0);  // E270, E271
 
 public:
-    explicit ParametricAttentionV2(K key_transform, std::size_t nO = NO) : Base(std::move(key_transform), nO) {}
+    explicit ParametricAttentionV2(K key_transform, std::size_t nO = as_dim(NO)) : Base(std::move(key_transform), nO) {}
 
     K& key_transform() & noexcept { return this->key_; }
     const K& key_transform() const& noexcept { return this->key_; }
@@ -327,25 +327,25 @@ public:
 
 // ParametricAttention_v2<nO>(key_transform, nO): Thinc's ParametricAttention_v2(key_transform=...,
 // nO=...). Without a key transform it is ParametricAttention<nO> (v1's math and parameters).
-template <std::size_t NO = dyn>
-ParametricAttention<NO> ParametricAttention_v2(std::size_t nO = NO) {
+template <extent_t NO = dyn>
+ParametricAttention<NO> ParametricAttention_v2(std::size_t nO = as_dim(NO)) {
     return ParametricAttention<NO>(nO);
 }
-template <std::size_t NO = dyn, class KK>
+template <extent_t NO = dyn, class KK>
     requires(!std::is_integral_v<std::remove_cvref_t<KK>> && !any_failed_model<KK>)
-auto ParametricAttention_v2(KK&& key_transform, std::size_t nO = NO) {
+auto ParametricAttention_v2(KK&& key_transform, std::size_t nO = as_dim(NO)) {
     using KT = std::remove_cvref_t<KK>;
     using C = check::attention_key_check<NO, KT>;
     if constexpr (!std::is_same_v<C, check::ok>) {
         static_assert(sizeof(C) > 0);  // E270, E271: said here, at the call
         return failed_model{};
     } else {
-        constexpr std::size_t W = detail::attention_width<NO, KT>();
+        constexpr extent_t W = detail::attention_width<NO, KT>();
         return ParametricAttentionV2<W, KT>(KT(std::forward<KK>(key_transform)), nO);
     }
 }
 // With a failed model (its error is already said): a failed model.
-template <std::size_t NO = dyn, class... A>
+template <extent_t NO = dyn, class... A>
     requires(any_failed_model<A...>)
 failed_model ParametricAttention_v2(A&&...) noexcept {
     return {};

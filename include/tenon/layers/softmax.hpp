@@ -22,7 +22,7 @@ struct SoftmaxOptions {
     double temperature = 1.0;
 };
 
-template <std::size_t NO = dyn, std::size_t NI = dyn>
+template <extent_t NO = dyn, extent_t NI = dyn>
 class Softmax : public detail::Dense<Softmax<NO, NI>, NO, NI> {
     using Base = detail::Dense<Softmax<NO, NI>, NO, NI>;
     friend Layer<Softmax<NO, NI>, Floats2d, Floats2d>;
@@ -33,10 +33,10 @@ class Softmax : public detail::Dense<Softmax<NO, NI>, NO, NI> {
 
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
-    template <std::size_t N2>
-        requires(NO != 0)  // not for a layer that fails E012
+    template <extent_t N2>
+        requires(NO != 0 && NO >= -1)  // not for a layer that fails E012
     using with_nI = Softmax<NO, N2>;
-    template <std::size_t N2>
+    template <extent_t N2>
         requires(NI != N2)
     explicit Softmax(Softmax<NO, N2>&& other) : Base(std::move(other)) {}
     // No elementwise activation, then a softmax over each row (fn::softmax_row, with the

@@ -38,7 +38,7 @@ void sparselinear_setup(Node& layer, const SparseLinearOptions& o);
 void sparselinear_indices(const Keys1d& keys, std::size_t length, bool v1, std::uint32_t* idx) noexcept;
 }  // namespace detail
 
-template <std::size_t NO = dyn>
+template <extent_t NO = dyn>
 class SparseLinear : public Layer<SparseLinear<NO>, SparseFeatures, Floats2d> {
     using Base = Layer<SparseLinear<NO>, SparseFeatures, Floats2d>;
     friend Base;
@@ -46,10 +46,10 @@ class SparseLinear : public Layer<SparseLinear<NO>, SparseFeatures, Floats2d> {
 
 public:
     using InView = typename Base::InView;
-    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
+    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
 
     explicit SparseLinear(SparseLinearOptions o = {})
-        : Base("sparse_linear", {{"nO", NO}, {"length", dyn}}, {"W", "b"}) {
+        : Base("sparse_linear", {{"nO", as_dim(NO)}, {"length", dyn}}, {"W", "b"}) {
         detail::sparselinear_setup(*this, o);
     }
 
@@ -115,7 +115,7 @@ private:
 
 // Thinc's SparseLinear.v1: the same layer with its v1 indexing (see above: defective, for old
 // models only).
-template <std::size_t NO = dyn>
+template <extent_t NO = dyn>
 SparseLinear<NO> SparseLinear_v1(SparseLinearOptions o = {}) {
     o.v1_indexing = true;
     return SparseLinear<NO>(o);

@@ -59,7 +59,7 @@ std::shared_ptr<VectorsCopy> new_vectors_copy();
 std::shared_ptr<const Floats2d> vectors_in(const Ops& ops, const std::shared_ptr<const Floats2d>& T, VectorsCopy& c);
 }  // namespace detail
 
-template <std::size_t NO = dyn, std::size_t NM = dyn, class In = Ints2d>
+template <extent_t NO = dyn, extent_t NM = dyn, class In = Ints2d>
 class StaticVectors : public Layer<StaticVectors<NO, NM, In>, In, Floats2d> {
     using Base = Layer<StaticVectors<NO, NM, In>, In, Floats2d>;
     friend Base;
@@ -69,10 +69,10 @@ class StaticVectors : public Layer<StaticVectors<NO, NM, In>, In, Floats2d> {
 
 public:
     using InView = typename Base::InView;
-    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO;
+    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
 
     explicit StaticVectors(std::shared_ptr<const Floats2d> vectors, StaticVectorsOptions o = {})
-        : Base("static_vectors", {{"nO", NO}, {"nM", NM}}, {{"W", {"nO", "nM"}}}),
+        : Base("static_vectors", {{"nO", as_dim(NO)}, {"nM", as_dim(NM)}}, {{"W", {"nO", "nM"}}}),
           init_W_(o.init_W ? std::move(o.init_W) : Init(glorot_uniform_init)) {
         if (o.nO != dyn) this->set_dim("nO", o.nO);
         detail::check_column<In>(this->name(), o.column);

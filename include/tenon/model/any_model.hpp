@@ -167,8 +167,8 @@ public:
     using typename Base::Out;
     using typename Base::OutView;
     // The widths are the held model's, known at run time only.
-    static constexpr std::size_t static_nI = dyn;
-    static constexpr std::size_t static_nO = dyn;
+    static constexpr extent_t static_nI = dyn;
+    static constexpr extent_t static_nO = dyn;
 
     // From any model that maps In to Out, moved or copied in (implicit, as std::function's
     // constructor: `AnyModel<Floats2d, Floats2d> m = Relu<64>() >> Softmax<10>();`).

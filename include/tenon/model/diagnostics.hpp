@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tenon/types/extent.hpp"
+
 namespace tenon {
-template <class T, std::size_t... Ext>
+template <class T, extent_t... Ext>
 class Array;
-template <class T, std::size_t... Ext>
+template <class T, extent_t... Ext>
 class ArrayView;
 class Optimizer;
 }  // namespace tenon
@@ -24,9 +26,9 @@ namespace tenon::check {
 // Named wrappers, so the numbers in a diagnostic say what they are.
 template <std::size_t I>
 struct layer {};
-template <std::size_t W>
+template <extent_t W>
 struct expects_width {};
-template <std::size_t W>
+template <extent_t W>
 struct produces_width {};
 template <class T>
 struct expects_type {};
@@ -35,7 +37,7 @@ struct produces_type {};
 
 template <class T>
 struct given_type {};
-template <std::size_t W>
+template <extent_t W>
 struct given_width {};
 template <std::size_t I>
 struct argument {};
@@ -48,10 +50,10 @@ struct nI {};
 struct nP {};
 
 // How a data type is spelt in a check's arguments: the array aliases by their names
-// (check::Floats2d rather than Array<float, 18446744073709551615, ...>), other arrays with
+// (check::Floats2d rather than Array<float, -1, -1>), other arrays with
 // their extents spelt out (array<float, dyn_extent, extent<4>>), anything else as itself.
 struct dyn_extent {};
-template <std::size_t E>
+template <extent_t E>
 struct extent {};
 template <class T, class... Extents>
 struct array {};
@@ -74,21 +76,21 @@ struct Floats3dCView {};
 struct Ints1dCView {};
 struct Ints2dCView {};
 
-template <std::size_t E>
-using extent_name = std::conditional_t<E == static_cast<std::size_t>(-1), dyn_extent, extent<E>>;
+template <extent_t E>
+using extent_name = std::conditional_t<E == -1, dyn_extent, extent<E>>;
 template <class T>
 struct name_of {
     using type = T;
 };
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 struct name_of<tenon::Array<T, E...>> {
     using type = array<T, extent_name<E>...>;
 };
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 struct name_of<tenon::ArrayView<T, E...>> {
     using type = view<T, extent_name<E>...>;
 };
-inline constexpr std::size_t dyn_ = static_cast<std::size_t>(-1);
+inline constexpr extent_t dyn_ = -1;
 // clang-format off
 template <> struct name_of<tenon::Array<float, dyn_>> { using type = Floats1d; };
 template <> struct name_of<tenon::Array<float, dyn_, dyn_>> { using type = Floats2d; };
@@ -230,15 +232,16 @@ struct backprop_input {
                   "(expects_type<T> but given_type<U>: see the instantiation line)");
 };
 
-// E012: a static width of 0 (Relu<0>, Linear<0, 5>, Maxout<10, 5, 0>, LayerNorm<0>).
+// E012: a static width of 0, or below 0 and not dyn (Relu<0>, Linear<0, 5>, Maxout<10, 5, 0>,
+// LayerNorm<0>, Relu<-5>).
 template <class Layer, class Dim>
-struct zero_width {
+struct width_below_1 {
     static_assert(always_false<Layer>,
-                  "[tenon-E012] a layer's static width is 0: give a width >= 1, or leave it dyn (the default) "
-                  "for initialize() to infer (zero_width<Layer, Dim>: see the instantiation line)");
+                  "[tenon-E012] a layer's static width is 0 or negative: give a width >= 1, or leave it dyn (the "
+                  "default) for initialize() to infer (width_below_1<Layer, Dim>: see the instantiation line)");
 };
-template <std::size_t W, class Layer, class Dim>
-using width_check = std::conditional_t<W == 0, zero_width<Layer, Dim>, ok>;
+template <extent_t W, class Layer, class Dim>
+using width_check = std::conditional_t<(W == 0 || W < -1), width_below_1<Layer, Dim>, ok>;
 
 // E013: an explicit conversion between arrays or views whose static extents differ.
 template <class To, class From>

@@ -30,7 +30,7 @@ template <class T>
 struct input_view {
     using type = const T&;
 };
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 struct input_view<Array<T, E...>> {
     using type = ArrayView<const T, E...>;
 };
@@ -98,13 +98,13 @@ void note_entry_error(Error& e, const Node& node);
 namespace detail {
 // The static extent of an array type's last dimension (dyn for any other type).
 template <class X>
-inline constexpr std::size_t static_last_extent_of = dyn;
-template <class T, std::size_t... E>
-inline constexpr std::size_t static_last_extent_of<Array<T, E...>> = sizeof...(E) ? std::array<std::size_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : dyn;
-template <class T, std::size_t... E>
-inline constexpr std::size_t static_last_extent_of<ArrayView<T, E...>> = sizeof...(E) ? std::array<std::size_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : dyn;
+inline constexpr extent_t static_last_extent_of = dyn;
+template <class T, extent_t... E>
+inline constexpr extent_t static_last_extent_of<Array<T, E...>> = sizeof...(E) ? std::array<extent_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : extent_t{dyn};
+template <class T, extent_t... E>
+inline constexpr extent_t static_last_extent_of<ArrayView<T, E...>> = sizeof...(E) ? std::array<extent_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : extent_t{dyn};
 template <class X>
-inline constexpr std::size_t static_last_extent = static_last_extent_of<std::remove_cvref_t<X>>;
+inline constexpr extent_t static_last_extent = static_last_extent_of<std::remove_cvref_t<X>>;
 // E017's condition: X's type and the model's type both fix the input width, differently.
 template <class X, class M>
 concept static_width_differs = requires { M::static_nI; } && static_last_extent<X> != dyn &&

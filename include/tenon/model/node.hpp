@@ -24,7 +24,7 @@
 namespace tenon {
 
 template <std::size_t>
-inline constexpr std::size_t always_dyn = dyn;
+inline constexpr extent_t always_dyn = dyn;
 
 namespace detail {
 // The layout epoch: bumped whenever any node's dims, parameter shapes or children may have
@@ -100,7 +100,7 @@ using ParamView = BasicParamView<float>;
 using CParamView = BasicParamView<const float>;
 
 // Any float array converts to the view set_param takes.
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 CParamView param_view(const ArrayView<T, E...>& v) {
     static_assert(sizeof...(E) <= 4, "parameters have rank <= 4");
     CParamView p;
@@ -109,7 +109,7 @@ CParamView param_view(const ArrayView<T, E...>& v) {
     for (std::size_t i = 0; i < p.rank; ++i) p.shape[i] = v.shape(i);
     return p;
 }
-template <std::size_t... E>
+template <extent_t... E>
 CParamView param_view(const Array<float, E...>& a) {
     return param_view(a.view());
 }
@@ -335,12 +335,12 @@ protected:
     // nO, nI, nP; W (nO, nP, nI), b (nO, nP)), with the static widths (NO, NI, NP) and the
     // options' (nO, nI, nP; dyn where not given): built once, in the library, for every
     // width of Relu, Softmax, Linear, Mish, Gelu, Swish, HardSwish, Sigmoid and Maxout.
-    static Node dense_node(const char* name, std::size_t NO, std::size_t NI, std::size_t nO, std::size_t nI);
-    static Node maxout_node(std::size_t NO, std::size_t NI, std::size_t NP, std::size_t nO, std::size_t nI,
+    static Node dense_node(const char* name, extent_t NO, extent_t NI, std::size_t nO, std::size_t nI);
+    static Node maxout_node(extent_t NO, extent_t NI, extent_t NP, std::size_t nO, std::size_t nI,
                             std::size_t nP);
     // The node of a wrapper (with_array, ...) of `child`: named "<name>(<child's name>)",
     // dims nO and nI (static NO, NI: the child's static widths).
-    static Node wrapper_node(const char* name, const Node& child, std::size_t NO, std::size_t NI);
+    static Node wrapper_node(const char* name, const Node& child, extent_t NO, extent_t NI);
     Node(const Node& other);  // a copy is a new node: it gets a new id
     Node& operator=(const Node& other);
     Node(Node&&) noexcept;  // a move keeps the id

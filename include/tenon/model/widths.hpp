@@ -22,11 +22,11 @@
 namespace tenon::widths {
 
 template <class L>
-constexpr std::size_t static_nO() {
+constexpr extent_t static_nO() {
     if constexpr (requires { L::static_nO; }) return L::static_nO; else return dyn;
 }
 template <class L>
-constexpr std::size_t static_nI() {
+constexpr extent_t static_nI() {
     if constexpr (requires { L::static_nI; }) return L::static_nI; else return dyn;
 }
 template <class L>
@@ -47,7 +47,7 @@ inline constexpr bool rebindable = [] {
 // Whether L holds layers that a width given to it reaches (a combinator: chain, residual,
 // clone, with_array, ...): it names what would fail inside it (nested_failure, below). Probed
 // by name: an alias template given as a template argument is not instantiated.
-template <template <std::size_t> class>
+template <template <extent_t> class>
 struct template_probe {};
 template <class L>
 inline constexpr bool has_inside = requires { typename template_probe<L::template nested_failure>; };
@@ -57,22 +57,22 @@ inline constexpr bool nO_is_nI = [] {
 }();
 // k where the output width is k times the input width (expand_window: 2 * window + 1), else 0.
 template <class L>
-inline constexpr std::size_t nO_per_nI = [] {
-    if constexpr (requires { L::nO_per_nI; }) return std::size_t(L::nO_per_nI); else return std::size_t(0);
+inline constexpr extent_t nO_per_nI = [] {
+    if constexpr (requires { L::nO_per_nI; }) return extent_t(L::nO_per_nI); else return extent_t(0);
 }();
 
 // The same as variables (computed once per layer type: cheaper in flow's tables).
 template <class L>
-inline constexpr std::size_t static_nO_v = static_nO<L>();
+inline constexpr extent_t static_nO_v = static_nO<L>();
 template <class L>
-inline constexpr std::size_t static_nI_v = static_nI<L>();
+inline constexpr extent_t static_nI_v = static_nI<L>();
 
 // All of a layer type's width traits, as one variable (flow reads one table of them: a single
 // pack expansion per chain type instead of one per trait).
 struct Traits {
-    std::size_t nO = dyn, nI = dyn;
+    extent_t nO = dyn, nI = dyn;
     bool keeps = false, rebind = false, follows = false, inside = false;
-    std::size_t per = 0;  // nO_per_nI
+    extent_t per = 0;  // nO_per_nI
 };
 template <class L>
 inline constexpr Traits traits_v{static_nO<L>(), static_nI<L>(), width_preserving<L>, rebindable<L>,
@@ -84,16 +84,16 @@ inline constexpr Traits traits_v{static_nO<L>(), static_nI<L>(), width_preservin
 // (rebind_nI): a combinator's names its layers' (Chain's: its own check after the width
 // flowed through it), so that the chain around it can say so where it is made, rather than
 // fail deep inside the computation of its type.
-template <class L, std::size_t W>
+template <class L, extent_t W>
 struct nested_failure {
     using type = void;
 };
-template <class L, std::size_t W>
+template <class L, extent_t W>
     requires(W != dyn && has_inside<L> && (static_nI<L>() == dyn || static_nI<L>() == W))
 struct nested_failure<L, W> {
     using type = typename L::template nested_failure<W>;
 };
-template <class L, std::size_t W>
+template <class L, extent_t W>
 using nested_failure_t = typename nested_failure<L, W>::type;
 
 // The first of some failures that is not void (void when all are): a constexpr search, not a
@@ -122,11 +122,11 @@ using first_failure_t = typename first_failure<F...>::type;
 // L with its dyn nI made W, where L can be rebound; otherwise L. Also where L's nI is already
 // W: a layer stays as it is, a combinator (residual, clone, ...) whose width its layer's nO
 // fixes hands W on to the layers inside it that do not know it (expand_window in a residual).
-template <class L, std::size_t W>
+template <class L, extent_t W>
 struct rebind_nI {
     using type = L;
 };
-template <class L, std::size_t W>
+template <class L, extent_t W>
     requires(W != dyn && rebindable<L> && (static_nI<L>() == dyn || static_nI<L>() == W) &&
              std::is_void_v<nested_failure_t<L, W>>)
 struct rebind_nI<L, W> {
@@ -139,9 +139,11 @@ struct rebind_nI<L, W> {
 // What widths::flow finds (below).
 struct FlowResult {
     std::size_t bad = 0;  // first mismatching layer, or the number of layers
-    std::size_t expects = 0, producer = 0, produces = 0;
-    std::size_t outgoing = dyn;  // the static width of the sequence's output, or dyn
-    std::size_t first_in = dyn;  // the static input width of the sequence, or dyn
+    extent_t expects = 0;
+    std::size_t producer = 0;
+    extent_t produces = 0;
+    extent_t outgoing = dyn;  // the static width of the sequence's output, or dyn
+    extent_t first_in = dyn;  // the static input width of the sequence, or dyn
     bool rebinds = false;        // whether some layer gets a static nI (rebind_nI)
     // The first and the last layer that change the width (0 and the last changer, or 0,
     // when none does): a chain's nI and nO are theirs.
@@ -154,15 +156,16 @@ struct FlowResult {
 // body is then not instantiated again for each chain type).
 // `w0`: the static width reaching the first layer (a sequence nested in another model, rebound
 // to the width before it: Chain::with_nI), or dyn.
-constexpr FlowResult walk_widths(const Traits* t, std::size_t n, std::size_t* incoming, std::size_t w0 = dyn) {
+constexpr FlowResult walk_widths(const Traits* t, std::size_t n, extent_t* incoming, extent_t w0 = dyn) {
     FlowResult r;
     r.bad = n;
-    std::size_t w = w0, from = 0;
+    extent_t w = w0;
+    std::size_t from = 0;
     bool seen_width_changer = false;
     for (std::size_t i = 0; i < n; ++i) {
         if (incoming) incoming[i] = w;
         if (t[i].inside) r.any_inside = true;
-        std::size_t in = t[i].nI;
+        extent_t in = t[i].nI;
         if (in == dyn && t[i].rebind) {
             in = w;
             if (w != dyn) r.rebinds = true;
@@ -182,7 +185,7 @@ constexpr FlowResult walk_widths(const Traits* t, std::size_t n, std::size_t* in
             r.producer = from;
             r.produces = w;
         }
-        std::size_t out = t[i].nO;
+        extent_t out = t[i].nO;
         if (out == dyn && t[i].follows) out = in;
         if (out == dyn && t[i].per != 0 && in != dyn) out = t[i].per * in;
         if (out != dyn) {
@@ -208,7 +211,7 @@ struct flow {
     static constexpr FlowResult value = walk_widths(table, N, nullptr);
     // The static width reaching each layer: only chain(...)'s width propagation reads it.
     struct Incoming {
-        std::size_t at[N ? N : 1]{};
+        extent_t at[N ? N : 1]{};
     };
     static constexpr Incoming incoming = [] {
         Incoming in;
@@ -216,7 +219,7 @@ struct flow {
         return in;
     }();
     // The same when width W reaches the first layer (Chain::with_nI).
-    template <std::size_t W>
+    template <extent_t W>
     static constexpr Incoming incoming_from = [] {
         Incoming in;
         (void)walk_widths(table, N, in.at, W);

@@ -144,7 +144,7 @@ template <class A>
 struct getitem_array {
     static constexpr bool is_array = false;
 };
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 struct getitem_array<Array<T, E...>> {
     static constexpr bool is_array = true;
     static constexpr std::size_t rank = sizeof...(E);

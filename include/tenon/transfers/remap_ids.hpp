@@ -49,7 +49,7 @@ struct remap_input {
     static constexpr std::size_t rank = 0;
     using element = void;
 };
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 struct remap_input<Array<T, E...>> {
     static constexpr bool is_array = true;
     static constexpr std::size_t rank = sizeof...(E);

@@ -42,8 +42,8 @@ public:
     using typename Base::InView;
     using typename Base::Out;
     using typename Base::OutView;
-    static constexpr std::size_t static_nO = widths::static_nO<L>();
-    static constexpr std::size_t static_nI = widths::static_nI<L>();
+    static constexpr extent_t static_nO = widths::static_nO<L>();
+    static constexpr extent_t static_nI = widths::static_nI<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
     static constexpr bool nO_is_nI = widths::nO_is_nI<L>;
 

@@ -42,15 +42,15 @@ class WithReshape : public Layer<WithReshape<L>, Floats3d, Floats3d> {
     static_assert(std::is_same_v<typename L::In, Floats2d> && std::is_same_v<typename L::Out, Floats2d>);
 
 public:
-    static constexpr std::size_t static_nO = widths::static_nO<L>();
-    static constexpr std::size_t static_nI = widths::static_nI<L>();
+    static constexpr extent_t static_nO = widths::static_nO<L>();
+    static constexpr extent_t static_nI = widths::static_nI<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
     static constexpr bool nO_is_nI = widths::nO_is_nI<L>;
     // chain's width propagation: the layer with a static nI, inside.
-    template <std::size_t W>
+    template <extent_t W>
         requires widths::rebindable<L>
     using with_nI = WithReshape<typename widths::rebind_nI<L, W>::type>;
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = widths::nested_failure_t<L, W>;
     template <class L2>
         requires(!std::is_same_v<L2, L> && std::is_constructible_v<L, L2 &&>)

@@ -33,10 +33,9 @@
 #define TENON_ASAN 0
 #endif
 
-namespace tenon {
+#include "tenon/types/extent.hpp"
 
-// An extent not known at compile time.
-inline constexpr std::size_t dyn = static_cast<std::size_t>(-1);
+namespace tenon {
 
 namespace detail {
 inline constexpr std::size_t array_alignment = 64;
@@ -49,9 +48,9 @@ std::string shape_str(const std::array<std::size_t, R>& s) {
 }
 
 // Checks a run-time shape against the static extents of a type; `dyn` matches anything.
-template <std::size_t... Ext>
+template <extent_t... Ext>
 void check_extents(const std::array<std::size_t, sizeof...(Ext)>& shape) {
-    constexpr std::array<std::size_t, sizeof...(Ext)> want{Ext...};
+    constexpr std::array<std::size_t, sizeof...(Ext)> want{static_cast<std::size_t>(Ext)...};
     for (std::size_t i = 0; i < sizeof...(Ext); ++i)
         if (want[i] != dyn && want[i] != shape[i])
             throw ShapeError("array: extent " + std::to_string(i) + " is static " +
@@ -59,17 +58,17 @@ void check_extents(const std::array<std::size_t, sizeof...(Ext)>& shape) {
                              "tenon-E102");
 }
 
-template <std::size_t... Ext>
+template <extent_t... Ext>
 constexpr std::array<std::size_t, sizeof...(Ext)> default_shape() {
-    return {(Ext == dyn ? std::size_t{0} : Ext)...};
+    return {(Ext == dyn ? std::size_t{0} : static_cast<std::size_t>(Ext))...};
 }
 
 // Two extent lists can describe the same array unless both are static and differ.
-template <std::size_t A, std::size_t B>
+template <extent_t A, extent_t B>
 inline constexpr bool extent_compatible = A == dyn || B == dyn || A == B;
 }  // namespace detail
 
-template <class T, std::size_t... Ext>
+template <class T, extent_t... Ext>
 class ArrayView {
     static_assert(sizeof...(Ext) >= 1, "tenon arrays have rank >= 1");
 
@@ -77,7 +76,7 @@ public:
     using value_type = std::remove_const_t<T>;
     using element_type = T;
     static constexpr std::size_t rank = sizeof...(Ext);
-    static constexpr std::array<std::size_t, rank> static_extents{Ext...};
+    static constexpr std::array<std::size_t, rank> static_extents{static_cast<std::size_t>(Ext)...};
     using shape_type = std::array<std::size_t, rank>;
 
     ArrayView() noexcept : data_(nullptr), shape_(detail::default_shape<Ext...>()) {}
@@ -86,7 +85,7 @@ public:
     }
     // Views convert to views of const data and to views with fewer static extents; a static
     // extent that the source leaves dyn is checked at run time.
-    template <class U, std::size_t... E2>
+    template <class U, extent_t... E2>
         requires(sizeof...(E2) == rank && std::is_convertible_v<U*, T*> &&
                  (detail::extent_compatible<Ext, E2> && ...))
     ArrayView(const ArrayView<U, E2...>& other)  // NOLINT(google-explicit-constructor)
@@ -95,7 +94,7 @@ public:
     }
     // A view whose static extents differ from these: E013 when written explicitly (an
     // implicit conversion is no candidate at all, so overload resolution is unchanged).
-    template <class U, std::size_t... E2>
+    template <class U, extent_t... E2>
         requires(sizeof...(E2) == rank && std::is_convertible_v<U*, T*> &&
                  !(detail::extent_compatible<Ext, E2> && ...))
     explicit ArrayView(const ArrayView<U, E2...>&) : ArrayView() {
@@ -136,7 +135,7 @@ public:
 private:
     template <std::size_t... I>
     auto row_impl(std::size_t i, std::index_sequence<I...>) const noexcept {
-        constexpr std::array<std::size_t, rank> ext{Ext...};
+        constexpr std::array<extent_t, rank> ext{Ext...};
         using Row = ArrayView<T, ext[I + 1]...>;
         std::size_t stride = 1;
         for (std::size_t k = 1; k < rank; ++k) stride *= shape_[k];
@@ -234,7 +233,7 @@ inline constexpr uninitialized_t uninitialized{};
 // arrays between the two.
 // Element access reads the memory on the host: for device arrays that works only where the
 // device's memory is host memory (the device-host build) or managed.
-template <class T, std::size_t... Ext>
+template <class T, extent_t... Ext>
 class Array {
     static_assert(std::is_arithmetic_v<T>, "tenon arrays hold arithmetic values");
 
@@ -271,7 +270,7 @@ public:
         detail::copy_bytes(data_.get(), memory(), values.begin(), Memory::host, size() * sizeof(T));
     }
     // Deep copy of any view with compatible extents.
-    template <class U, std::size_t... E2>
+    template <class U, extent_t... E2>
         requires(sizeof...(E2) == rank && std::is_same_v<std::remove_const_t<U>, T>)
     explicit Array(const ArrayView<U, E2...>& v) : Array(v.shape(), uninitialized) {
         // E013 where a static extent of the view differs from the array's.
@@ -379,7 +378,7 @@ public:
     operator const_view_type() const noexcept { return view(); }  // NOLINT
     // Also convert to views with fewer static extents (checked when they differ). A const
     // array gives read-only views only.
-    template <class U, std::size_t... E2>
+    template <class U, extent_t... E2>
         requires(sizeof...(E2) == rank && (std::is_same_v<U, T> || std::is_same_v<U, const T>) &&
                  !std::is_same_v<ArrayView<U, E2...>, view_type> &&
                  !std::is_same_v<ArrayView<U, E2...>, const_view_type> &&
@@ -387,7 +386,7 @@ public:
     operator ArrayView<U, E2...>() {  // NOLINT
         return ArrayView<U, E2...>(data(), shape_);
     }
-    template <class U, std::size_t... E2>
+    template <class U, extent_t... E2>
         requires(sizeof...(E2) == rank && std::is_same_v<U, const T> &&
                  !std::is_same_v<ArrayView<U, E2...>, const_view_type> &&
                  (detail::extent_compatible<Ext, E2> && ...))
@@ -396,7 +395,7 @@ public:
     }
     // A view whose static extents differ from the array's: E013 when written explicitly
     // (static_cast); an implicit conversion is no candidate, as above.
-    template <class U, std::size_t... E2>
+    template <class U, extent_t... E2>
         requires(sizeof...(E2) == rank && (std::is_same_v<U, T> || std::is_same_v<U, const T>) &&
                  !(detail::extent_compatible<Ext, E2> && ...))
     explicit operator ArrayView<U, E2...>() const {
@@ -465,13 +464,13 @@ using Ints2dCView = ArrayView<const std::int32_t, dyn, dyn>;
 
 // A copy of an array (or a view's values) in the given memory, a copy even where it is there
 // already (to_device / to_host and the other data types' overloads: model/device.hpp).
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 Array<T, E...> to_memory(const Array<T, E...>& a, Memory m) {
     Array<T, E...> out(a.shape(), uninitialized, m);
     detail::copy_bytes(out.data(), m, a.data(), a.memory(), a.size() * sizeof(T));
     return out;
 }
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 Array<std::remove_const_t<T>, E...> to_memory(const ArrayView<T, E...>& v, Memory m) {
     Array<std::remove_const_t<T>, E...> out(v.shape(), uninitialized, m);
     detail::copy_bytes(out.data(), m, v.data(), detail::memory_of(v.data()), v.size() * sizeof(T));
@@ -481,7 +480,7 @@ Array<std::remove_const_t<T>, E...> to_memory(const ArrayView<T, E...>& v, Memor
 namespace detail {
 // `a` in memory m: itself when it is there, else a copy. For integer arrays made by host code
 // (a layer's row indices: its hashing, its range checks) that a backend's pass reads.
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 Array<T, E...> in_memory(Array<T, E...> a, Memory m) {
     if (a.memory() == m) return a;
     return to_memory(a, m);

@@ -16,31 +16,31 @@ template <class T>
 using EigenVector = Eigen::Matrix<std::remove_const_t<T>, Eigen::Dynamic, 1>;
 
 // as_matrix(X): an Eigen::Map over a rank-2 view or array (const data gives a const map).
-template <class T, std::size_t R, std::size_t C>
+template <class T, extent_t R, extent_t C>
 auto as_matrix(const ArrayView<T, R, C>& v) {
     using M = std::conditional_t<std::is_const_v<T>, const EigenRowMatrix<T>, EigenRowMatrix<T>>;
     return Eigen::Map<M>(v.data(), static_cast<Eigen::Index>(v.shape(0)), static_cast<Eigen::Index>(v.shape(1)));
 }
-template <class T, std::size_t R, std::size_t C>
+template <class T, extent_t R, extent_t C>
 auto as_matrix(Array<T, R, C>& a) {
     return as_matrix(a.view());
 }
-template <class T, std::size_t R, std::size_t C>
+template <class T, extent_t R, extent_t C>
 auto as_matrix(const Array<T, R, C>& a) {
     return as_matrix(a.view());
 }
 
 // as_vector(x): an Eigen::Map over a rank-1 view or array.
-template <class T, std::size_t N>
+template <class T, extent_t N>
 auto as_vector(const ArrayView<T, N>& v) {
     using M = std::conditional_t<std::is_const_v<T>, const EigenVector<T>, EigenVector<T>>;
     return Eigen::Map<M>(v.data(), static_cast<Eigen::Index>(v.shape(0)));
 }
-template <class T, std::size_t N>
+template <class T, extent_t N>
 auto as_vector(Array<T, N>& a) {
     return as_vector(a.view());
 }
-template <class T, std::size_t N>
+template <class T, extent_t N>
 auto as_vector(const Array<T, N>& a) {
     return as_vector(a.view());
 }

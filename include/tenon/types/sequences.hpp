@@ -25,13 +25,13 @@ namespace detail {
 // The array type with one more (dyn) leading axis, and with one fewer.
 template <class A>
 struct add_axis;
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 struct add_axis<Array<T, E...>> {
     using type = Array<T, dyn, E...>;
 };
 template <class A>
 struct drop_axis;
-template <class T, std::size_t E0, std::size_t... E>
+template <class T, extent_t E0, extent_t... E>
 struct drop_axis<Array<T, E0, E...>> {
     using type = Array<T, E...>;
 };

@@ -37,7 +37,7 @@ namespace tenon::detail {
 
 template <class T>
 inline constexpr bool is_float_array = false;
-template <std::size_t... E>
+template <extent_t... E>
 inline constexpr bool is_float_array<Array<float, E...>> = true;
 template <class T>
 inline constexpr bool is_list = false;
@@ -60,7 +60,7 @@ inline constexpr bool summable<List<A>> = is_float_array<A>;
 // Data that concatenate() can join along the last (feature) axis: the same, of rank >= 2.
 template <class T>
 inline constexpr bool concatenable = false;
-template <std::size_t... E>
+template <extent_t... E>
 inline constexpr bool concatenable<Array<float, E...>> = sizeof...(E) >= 2;
 template <class A>
 inline constexpr bool concatenable<BasicRagged<A>> = concatenable<A>;

@@ -71,10 +71,11 @@ constexpr std::size_t first_types_mismatch() {
 
 // The first pair (i, j), i < j, of static widths that differ, as {j, i}, or {n, n}.
 struct width_clash {
-    std::size_t at, with, a, b;
+    std::size_t at, with;
+    extent_t a, b;
 };
 template <std::size_t N>
-constexpr width_clash first_width_clash(const std::size_t (&w)[N], std::size_t n) {
+constexpr width_clash first_width_clash(const extent_t (&w)[N], std::size_t n) {
     for (std::size_t j = 0; j < n; ++j)
         for (std::size_t i = 0; i < j; ++i)
             if (w[i] != dyn && w[j] != dyn && w[i] != w[j]) return {j, i, w[j], w[i]};
@@ -82,14 +83,14 @@ constexpr width_clash first_width_clash(const std::size_t (&w)[N], std::size_t n
 }
 // The common static width of some children (the first static one), or dyn.
 template <std::size_t N>
-constexpr std::size_t common_width(const std::size_t (&w)[N], std::size_t n) {
+constexpr extent_t common_width(const extent_t (&w)[N], std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
         if (w[i] != dyn) return w[i];
     return dyn;
 }
 template <class... Ls>
-inline constexpr std::size_t common_static_nI = [] {
-    const std::size_t w[] = {widths::static_nI_v<Ls>..., dyn};
+inline constexpr extent_t common_static_nI = [] {
+    const extent_t w[] = {widths::static_nI_v<Ls>..., dyn};
     return common_width(w, sizeof...(Ls));
 }();
 
@@ -137,8 +138,8 @@ public:
 protected:
     // From children that convert to Ls (the same layers before their nI was made static).
     template <class... Us>
-    Parallel(std::tuple<Us...>&& parts, std::size_t static_nO, std::size_t static_nI)
-        : Base("", {{"nO", static_nO}, {"nI", static_nI}}, {}),
+    Parallel(std::tuple<Us...>&& parts, extent_t static_nO, extent_t static_nI)
+        : Base("", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}),
           children_(make_children(std::move(parts), std::index_sequence_for<Us...>{})) {
         bool all_initialized = true;
         std::apply([&](auto&... c) { ((all_initialized = all_initialized && c.is_initialized()), ...); },
@@ -219,7 +220,7 @@ template <template <class...> class C, class Tuple>
 struct parallel_type;
 template <template <class...> class C, class... Ls>
 struct parallel_type<C, std::tuple<Ls...>> {
-    static constexpr std::size_t W = common_static_nI<Ls...>;
+    static constexpr extent_t W = common_static_nI<Ls...>;
     using type = C<typename widths::rebind_nI<Ls, W>::type...>;
 };
 

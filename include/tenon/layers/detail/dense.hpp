@@ -93,14 +93,14 @@ void check_softmax_temperature(double t);
 // 1 / the temperature of a Softmax (node attribute softmax_temperature), checked > 0.
 float softmax_inv_temperature(const Node& layer);
 
-template <class Derived, std::size_t NO, std::size_t NI>
+template <class Derived, extent_t NO, extent_t NI>
 class Dense : public Layer<Derived, Floats2d, Floats2d> {
     using Base = Layer<Derived, Floats2d, Floats2d>;
     friend Base;
 
 public:
     // A static width of 0 fails with E012 in the layer; chains then see dyn (no second error).
-    static constexpr std::size_t static_nO = NO == 0 ? dyn : NO, static_nI = NI == 0 ? dyn : NI;
+    static constexpr extent_t static_nO = NO < 1 ? dyn : NO, static_nI = NI < 1 ? dyn : NI;
     // The activation (the layer's lowering declaration names it; a function, as Derived is
     // not complete where this base is).
     static constexpr Activation act() noexcept { return Derived::lowered_as.act; }
@@ -110,12 +110,12 @@ public:
     void for_each_child(const std::function<void(Node&)>& f) override { tail_.for_each_child(f); }
 
 protected:
-    template <class, std::size_t, std::size_t>
+    template <class, extent_t, extent_t>
     friend class Dense;
 
     // From the same layer with a dyn nI (chain's static width propagation): keeps the
     // options, dims and any parameters, and makes nI static.
-    template <class Other, std::size_t NI2>
+    template <class Other, extent_t NI2>
     explicit Dense(Dense<Other, NO, NI2>&& o)
         : Base(static_cast<Node&&>(o)),
           init_W_(std::move(o.init_W_)),
@@ -129,7 +129,7 @@ protected:
         : Base(Node::dense_node(name, NO, NI, nO, nI)),
           init_W_(std::move(init_W)),
           init_b_(init_b ? std::move(init_b) : Init(zero_init)),
-          tail_(static_nO, normalize, dropout) {}
+          tail_(as_dim(static_nO), normalize, dropout) {}
 
     void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {
         DenseCore::init(*this, init_W_, init_b_, tail_, X, Y);

@@ -31,9 +31,9 @@ namespace detail {
 
 template <class A>
 inline constexpr bool is_id_array = false;
-template <std::size_t... E>
+template <extent_t... E>
 inline constexpr bool is_id_array<Array<std::int32_t, E...>> = sizeof...(E) == 1 || sizeof...(E) == 2;
-template <std::size_t... E>
+template <extent_t... E>
 inline constexpr bool is_id_array<Array<std::uint64_t, E...>> = sizeof...(E) == 1 || sizeof...(E) == 2;
 template <class Layer, class In>
 using embed_input_check = std::conditional_t<is_id_array<In>, check::ok, check::embed_input<Layer, check::given_type<check::name_t<In>>>>;

@@ -25,7 +25,7 @@ namespace detail::xfer {
 // Which kind of data a type is.
 template <class T>
 inline constexpr bool is_tarray_v = false;
-template <class T, std::size_t... E>
+template <class T, extent_t... E>
 inline constexpr bool is_tarray_v<Array<T, E...>> = true;
 template <class T>
 inline constexpr bool is_list_v = false;
@@ -280,16 +280,16 @@ class Wrapper : public Layer<Derived, InT, OutT> {
     friend class Wrapper;
 
 public:
-    static constexpr std::size_t static_nO = widths::static_nO<L>();
-    static constexpr std::size_t static_nI = widths::static_nI<L>();
+    static constexpr extent_t static_nO = widths::static_nO<L>();
+    static constexpr extent_t static_nI = widths::static_nI<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
     static constexpr bool nO_is_nI = widths::nO_is_nI<L>;
     // Chain's width propagation: the wrapper with its layer's nI made W (and that layer's
     // own layers, rebind_nI), and what fails inside when W reaches it.
-    template <std::size_t W, class LL = L>
+    template <extent_t W, class LL = L>
         requires(widths::rebindable<LL>)
     using with_nI = typename with_layer<Derived, typename widths::rebind_nI<LL, W>::type>::type;
-    template <std::size_t W>
+    template <extent_t W>
     using nested_failure = widths::nested_failure_t<L, W>;
 
     L& layer() noexcept { return layer_; }
