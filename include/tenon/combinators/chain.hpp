@@ -277,14 +277,11 @@ namespace detail {
 // adds no error of its own (model/failed_model.hpp). The Chain class asserts the same.
 template <class List>
 struct chain_check_of;
-// What fails inside the layers (widths::nested_failure) at the widths that reach them; only
-// asked where some layer holds layers.
-template <bool AnyInside, class Seq, class... Ls>
-struct chain_nested_of {
-    using type = void;
-};
+// What fails inside the layers (widths::nested_failure) at the widths that reach them.
+template <class Seq, class... Ls>
+struct chain_nested_at;
 template <std::size_t... I, class... Ls>
-struct chain_nested_of<true, std::index_sequence<I...>, Ls...> {
+struct chain_nested_at<std::index_sequence<I...>, Ls...> {
     using type = widths::first_failure_t<widths::nested_failure_t<Ls, widths::flow<Ls...>::incoming.at[I]>...>;
 };
 template <class... Ls>
@@ -292,21 +289,38 @@ struct chain_check_of<type_list<Ls...>> {
     static constexpr std::size_t N = sizeof...(Ls);
     static constexpr std::size_t bad_type = first_type_mismatch<Ls...>();
     static constexpr auto flow = widths::flow<Ls...>::value;
-    using types = typename check::chain_type_check<bad_type, Ls...>::type;
-    using width_check = typename check::chain_width_check_at<bad_type == N && flow.bad < N, flow.bad, flow.expects,
-                                                             flow.producer, flow.produces, Ls...>::type;
-    // A mismatch inside a layer that the widths flowing through the chain reach (a chain in a
-    // residual or a clone): that check, where the chain's own pass.
-    using nested = typename chain_nested_of<flow.any_inside && bad_type == N && !(flow.bad < N),
-                                            std::index_sequence_for<Ls...>, Ls...>::type;
-    using nested_check =
-        std::conditional_t<std::is_void_v<nested>, check::chain_widths<check::ok, check::ok, check::ok, check::ok>,
-                           nested>;
-    static constexpr bool ok = bad_type == N && !(flow.bad < N) && std::is_void_v<nested>;
-    // The failing check (for a chain nested in another: widths::nested_failure).
-    using failure =
-        std::conditional_t<(bad_type < N), types, std::conditional_t<(flow.bad < N), width_check, nested>>;
+    // What the checks find: 0 nothing, 1 a layer's data type (E002), 2 a width along the chain
+    // (E001, E025), 3 nothing along the chain, but some layer holds layers that the widths reach
+    // (a chain in a residual or a clone), which are asked in turn (chain_failure_of).
+    static constexpr int found = bad_type < N ? 1 : flow.bad < N ? 2 : flow.any_inside ? 3 : 0;
 };
+// The failing check of a chain (instantiating it gives the error), or void. Computed only
+// where something may fail: the failing check's template-id spells every layer, and every
+// expression over the chain's flow a chain type evaluates counts at each step of
+// `l0 >> l1 >> ...` (GCC keeps what one full-expression allocates until its end: as members
+// of chain_check_of, these took 330 MB of the compiler's memory over 500 steps).
+template <class Check, class List, int Found = Check::found>
+struct chain_failure_of {
+    using type = void;
+};
+template <class Check, class... Ls>
+struct chain_failure_of<Check, type_list<Ls...>, 1> {
+    using type = typename check::chain_type_check<Check::bad_type, Ls...>::type;
+};
+template <class Check, class... Ls>
+struct chain_failure_of<Check, type_list<Ls...>, 2> {
+    using type = typename check::chain_width_check_at<true, Check::flow.bad, Check::flow.expects, Check::flow.producer,
+                                                      Check::flow.produces, Ls...>::type;
+};
+template <class Check, class... Ls>
+struct chain_failure_of<Check, type_list<Ls...>, 3> : chain_nested_at<std::index_sequence_for<Ls...>, Ls...> {};
+template <class List>
+using chain_failure_t = typename chain_failure_of<chain_check_of<List>, List>::type;
+// Instantiates a failing check (its static_assert gives the error); nothing for void.
+template <class Failure>
+inline constexpr bool chain_asserted = sizeof(Failure) > 0;
+template <>
+inline constexpr bool chain_asserted<void> = true;
 
 }  // namespace detail
 
@@ -335,9 +349,7 @@ class Chain : public Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In,
     using Checks = detail::chain_check_of<detail::type_list<Ls...>>;
     static constexpr std::size_t bad_type = Checks::bad_type;
     static constexpr auto flow = Checks::flow;
-    static_assert(sizeof(typename Checks::types) > 0);        // E002
-    static_assert(sizeof(typename Checks::width_check) > 0);  // E001, E025
-    static_assert(sizeof(typename Checks::nested_check) > 0);  // inside a layer (a residual's chain)
+    static_assert(detail::chain_asserted<detail::chain_failure_t<detail::type_list<Ls...>>>);  // E002, E001, E025, ...
 
     using Base = Layer<Chain<Ls...>, typename detail::chain_ends<Ls...>::In, typename detail::chain_ends<Ls...>::Out>;
     friend Base;
@@ -657,8 +669,7 @@ struct chain_failure_or_check {
 };
 template <class... Ls>
 struct chain_failure_or_check<void, detail::type_list<Ls...>> {
-    using Check = detail::chain_check_of<detail::type_list<Ls...>>;
-    using type = std::conditional_t<Check::ok, void, typename Check::failure>;
+    using type = detail::chain_failure_t<detail::type_list<Ls...>>;
 };
 template <extent_t W, std::size_t... I, class... Ls>
 struct chain_failure_from<W, std::index_sequence<I...>, Ls...> {
@@ -801,11 +812,9 @@ template <class... Ms>
 [[gnu::noinline]] auto make_chain(Ms&&... ms) {
     using Args = chain_args<Ms...>;
     using C = typename chain_type_of<Args, std::remove_cvref_t<Ms>...>::type;
-    using Check = chain_check_of<typename chain_layers<C>::list>;
-    if constexpr (!Check::ok) {
-        static_assert(sizeof(typename Check::types) > 0);   // E002
-        static_assert(sizeof(typename Check::width_check) > 0);  // E001
-        static_assert(sizeof(typename Check::nested_check) > 0);  // inside a layer: its own id
+    using Failure = chain_failure_t<typename chain_layers<C>::list>;
+    if constexpr (!std::is_void_v<Failure>) {
+        static_assert(sizeof(Failure) > 0);  // E002, E001, E025, or a layer's inside: its own id
         return failed_model{};
     } else if constexpr (chain_appends<Ms...>) {
         return [](auto&& prefix, auto&& last) {

@@ -157,6 +157,9 @@ struct FlowResult {
 // `w0`: the static width reaching the first layer (a sequence nested in another model, rebound
 // to the width before it: Chain::with_nI), or dyn.
 constexpr FlowResult walk_widths(const Traits* t, std::size_t n, extent_t* incoming, extent_t w0 = dyn) {
+    // (dyn as a plain extent_t: a comparison with dyn itself is a call of dyn_t's operator== to
+    // the constant evaluator, 36 MB of the compiler's memory over the 500 steps of a >> chain.)
+    constexpr extent_t unknown = dyn;
     FlowResult r;
     r.bad = n;
     extent_t w = w0;
@@ -166,9 +169,9 @@ constexpr FlowResult walk_widths(const Traits* t, std::size_t n, extent_t* incom
         if (incoming) incoming[i] = w;
         if (t[i].inside) r.any_inside = true;
         extent_t in = t[i].nI;
-        if (in == dyn && t[i].rebind) {
+        if (in == unknown && t[i].rebind) {
             in = w;
-            if (w != dyn) r.rebinds = true;
+            if (w != unknown) r.rebinds = true;
         }
         if (!t[i].keeps) {
             if (!seen_width_changer) r.first_changer = i;
@@ -179,20 +182,20 @@ constexpr FlowResult walk_widths(const Traits* t, std::size_t n, extent_t* incom
             seen_width_changer = true;
             r.first_in = in;
         }
-        if (w != dyn && in != dyn && in != w && r.bad == n) {
+        if (w != unknown && in != unknown && in != w && r.bad == n) {
             r.bad = i;
             r.expects = in;
             r.producer = from;
             r.produces = w;
         }
         extent_t out = t[i].nO;
-        if (out == dyn && t[i].follows) out = in;
-        if (out == dyn && t[i].per != 0 && in != dyn) out = t[i].per * in;
-        if (out != dyn) {
+        if (out == unknown && t[i].follows) out = in;
+        if (out == unknown && t[i].per != 0 && in != unknown) out = t[i].per * in;
+        if (out != unknown) {
             w = out;
             from = i;
         } else if (!t[i].keeps) {
-            w = dyn;
+            w = unknown;
         }
     }
     r.outgoing = w;
