@@ -23,7 +23,7 @@ class CauchySimilarity : public Layer<CauchySimilarity<NI>, std::pair<Floats2d, 
 public:
     using typename Base::In;
     using typename Base::InView;
-    static constexpr extent_t static_nI = NI < 1 ? dyn : NI;
+    static constexpr extent_t static_nI = usable_width(NI);
     static constexpr extent_t static_nO = 1;
 
     explicit CauchySimilarity(std::size_t nI = dyn) : Base("cauchy_similarity", {{"nI", as_dim(NI)}, {"nO", 1}}, {{"W", {"nI"}}}) {

@@ -39,7 +39,7 @@ class Embed : public Layer<Embed<NO, In>, In, Floats2d> {
 
 public:
     using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
-    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
+    static constexpr extent_t static_nO = usable_width(NO);
 
     Embed(std::size_t nV, std::size_t column = 0, std::optional<double> dropout = {})
         : Embed(nV, EmbedOptions{dyn, column, {}, dropout}) {}

@@ -52,7 +52,7 @@ private:
     using InPtr = const std::remove_reference_t<InView>*;
 
 public:
-    static constexpr extent_t static_nI = NI < 1 ? dyn : NI;
+    static constexpr extent_t static_nI = usable_width(NI);
     static constexpr extent_t static_nO = W == dyn || static_nI == dyn ? dyn : (2 * W + 1) * static_nI;
     // Chain's width propagation: the output width, given the input's.
     static constexpr extent_t nO_per_nI = W == dyn ? 0 : 2 * W + 1;
@@ -71,7 +71,7 @@ public:
 
     explicit ExpandWindow(std::size_t window_size = W == dyn ? 1 : as_dim(W))
         : Base("expand_window", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}), window_(window_size) {
-        if (W != dyn && window_size != static_cast<std::size_t>(W))
+        if (W != dyn && window_size != as_dim(W))
             throw Error("expand_window: the window size is " + std::to_string(W) + " in the type but " +
                             std::to_string(window_size) + " was given",
                         "tenon-E195");

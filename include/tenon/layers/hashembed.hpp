@@ -68,7 +68,7 @@ class HashEmbed : public Layer<HashEmbed<NO, In>, In, Floats2d> {
 
 public:
     using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
-    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
+    static constexpr extent_t static_nO = usable_width(NO);
 
     HashEmbed(std::size_t nV, std::optional<std::uint32_t> seed = {}, std::size_t column = 0,
               std::optional<double> dropout = {})

@@ -18,7 +18,7 @@ class LayerNorm : public Layer<LayerNorm<NI>, Floats2d, Floats2d> {
 
 public:
     // A static width of 0 fails with E012; chains then see dyn (no second error).
-    static constexpr extent_t static_nO = NI < 1 ? dyn : NI, static_nI = static_nO;
+    static constexpr extent_t static_nO = usable_width(NI), static_nI = static_nO;
     static constexpr float epsilon = fn::layernorm_epsilon;
 
     explicit LayerNorm(std::size_t nI = as_dim(NI)) : Base("layernorm", {{"nO", as_dim(NI)}, {"nI", as_dim(NI)}}, {{"G", {"nI"}}, {"b", {"nI"}}}) {

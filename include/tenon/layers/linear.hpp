@@ -14,7 +14,7 @@ class Linear : public detail::Dense<Linear<NO, NI>, NO, NI> {
 public:
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <extent_t N2>
-        requires(NO != 0 && NO >= -1)  // not for a layer that fails E012
+        requires(valid_width(NO))  // not for a layer that fails E012
     using with_nI = Linear<NO, N2>;
     template <extent_t N2>
         requires(NI != N2)

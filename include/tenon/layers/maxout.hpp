@@ -65,7 +65,7 @@ class Maxout : public Layer<Maxout<NO, NI, NP>, Floats2d, Floats2d> {
 
 public:
     // A static width of 0 fails with E012; chains then see dyn (no second error).
-    static constexpr extent_t static_nO = NO < 1 ? dyn : NO, static_nI = NI < 1 ? dyn : NI, static_nP = NP;
+    static constexpr extent_t static_nO = usable_width(NO), static_nI = usable_width(NI), static_nP = NP;
     // lower(): the product, the largest piece per output, then the tail (lower/lowered_as.hpp).
     static constexpr lowering::MaxoutStage lowered_as{"maxout"};
 
@@ -80,7 +80,7 @@ public:
 
     // The same layer with a static nI (chain's width propagation rebinds a dyn nI).
     template <extent_t N2>
-        requires(NO != 0 && NO >= -1 && NP != 0 && NP >= -1)  // not for a layer that fails E012
+        requires(valid_width(NO) && valid_width(NP))  // not for a layer that fails E012
     using with_nI = Maxout<NO, N2, NP>;
     template <extent_t N2>
         requires(NI != N2)

@@ -31,7 +31,7 @@ class MultiSoftmax : public Layer<MultiSoftmax<NI>, Floats2d, Floats2d> {
     static_assert(sizeof(check::width_check<NI, MultiSoftmax, check::nI>) > 0);  // E012
 
 public:
-    static constexpr extent_t static_nI = NI < 1 ? dyn : NI;
+    static constexpr extent_t static_nI = usable_width(NI);
     static constexpr extent_t static_nO = dyn;  // the groups' sum: a run-time value
 
     explicit MultiSoftmax(std::vector<std::size_t> nOs, std::size_t nI = dyn)

@@ -46,7 +46,7 @@ class SparseLinear : public Layer<SparseLinear<NO>, SparseFeatures, Floats2d> {
 
 public:
     using InView = typename Base::InView;
-    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
+    static constexpr extent_t static_nO = usable_width(NO);
 
     explicit SparseLinear(SparseLinearOptions o = {})
         : Base("sparse_linear", {{"nO", as_dim(NO)}, {"length", dyn}}, {"W", "b"}) {

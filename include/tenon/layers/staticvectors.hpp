@@ -69,7 +69,7 @@ class StaticVectors : public Layer<StaticVectors<NO, NM, In>, In, Floats2d> {
 
 public:
     using InView = typename Base::InView;
-    static constexpr extent_t static_nO = NO < 1 ? dyn : NO;
+    static constexpr extent_t static_nO = usable_width(NO);
 
     explicit StaticVectors(std::shared_ptr<const Floats2d> vectors, StaticVectorsOptions o = {})
         : Base("static_vectors", {{"nO", as_dim(NO)}, {"nM", as_dim(NM)}}, {{"W", {"nO", "nM"}}}),

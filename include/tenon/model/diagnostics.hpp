@@ -77,7 +77,7 @@ struct Ints1dCView {};
 struct Ints2dCView {};
 
 template <extent_t E>
-using extent_name = std::conditional_t<E == -1, dyn_extent, extent<E>>;
+using extent_name = std::conditional_t<E == dyn, dyn_extent, extent<E>>;
 template <class T>
 struct name_of {
     using type = T;
@@ -90,24 +90,23 @@ template <class T, extent_t... E>
 struct name_of<tenon::ArrayView<T, E...>> {
     using type = view<T, extent_name<E>...>;
 };
-inline constexpr extent_t dyn_ = -1;
 // clang-format off
-template <> struct name_of<tenon::Array<float, dyn_>> { using type = Floats1d; };
-template <> struct name_of<tenon::Array<float, dyn_, dyn_>> { using type = Floats2d; };
-template <> struct name_of<tenon::Array<float, dyn_, dyn_, dyn_>> { using type = Floats3d; };
-template <> struct name_of<tenon::Array<float, dyn_, dyn_, dyn_, dyn_>> { using type = Floats4d; };
-template <> struct name_of<tenon::Array<std::int32_t, dyn_>> { using type = Ints1d; };
-template <> struct name_of<tenon::Array<std::int32_t, dyn_, dyn_>> { using type = Ints2d; };
-template <> struct name_of<tenon::Array<std::uint64_t, dyn_>> { using type = Keys1d; };
-template <> struct name_of<tenon::Array<std::uint64_t, dyn_, dyn_>> { using type = Keys2d; };
-template <> struct name_of<tenon::ArrayView<float, dyn_>> { using type = Floats1dView; };
-template <> struct name_of<tenon::ArrayView<float, dyn_, dyn_>> { using type = Floats2dView; };
-template <> struct name_of<tenon::ArrayView<float, dyn_, dyn_, dyn_>> { using type = Floats3dView; };
-template <> struct name_of<tenon::ArrayView<const float, dyn_>> { using type = Floats1dCView; };
-template <> struct name_of<tenon::ArrayView<const float, dyn_, dyn_>> { using type = Floats2dCView; };
-template <> struct name_of<tenon::ArrayView<const float, dyn_, dyn_, dyn_>> { using type = Floats3dCView; };
-template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn_>> { using type = Ints1dCView; };
-template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn_, dyn_>> { using type = Ints2dCView; };
+template <> struct name_of<tenon::Array<float, dyn>> { using type = Floats1d; };
+template <> struct name_of<tenon::Array<float, dyn, dyn>> { using type = Floats2d; };
+template <> struct name_of<tenon::Array<float, dyn, dyn, dyn>> { using type = Floats3d; };
+template <> struct name_of<tenon::Array<float, dyn, dyn, dyn, dyn>> { using type = Floats4d; };
+template <> struct name_of<tenon::Array<std::int32_t, dyn>> { using type = Ints1d; };
+template <> struct name_of<tenon::Array<std::int32_t, dyn, dyn>> { using type = Ints2d; };
+template <> struct name_of<tenon::Array<std::uint64_t, dyn>> { using type = Keys1d; };
+template <> struct name_of<tenon::Array<std::uint64_t, dyn, dyn>> { using type = Keys2d; };
+template <> struct name_of<tenon::ArrayView<float, dyn>> { using type = Floats1dView; };
+template <> struct name_of<tenon::ArrayView<float, dyn, dyn>> { using type = Floats2dView; };
+template <> struct name_of<tenon::ArrayView<float, dyn, dyn, dyn>> { using type = Floats3dView; };
+template <> struct name_of<tenon::ArrayView<const float, dyn>> { using type = Floats1dCView; };
+template <> struct name_of<tenon::ArrayView<const float, dyn, dyn>> { using type = Floats2dCView; };
+template <> struct name_of<tenon::ArrayView<const float, dyn, dyn, dyn>> { using type = Floats3dCView; };
+template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn>> { using type = Ints1dCView; };
+template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn, dyn>> { using type = Ints2dCView; };
 // clang-format on
 template <class T>
 using name_t = typename name_of<std::remove_cvref_t<T>>::type;
@@ -241,7 +240,7 @@ struct width_below_1 {
                   "default) for initialize() to infer (width_below_1<Layer, Dim>: see the instantiation line)");
 };
 template <extent_t W, class Layer, class Dim>
-using width_check = std::conditional_t<(W == 0 || W < -1), width_below_1<Layer, Dim>, ok>;
+using width_check = std::conditional_t<!valid_width(W), width_below_1<Layer, Dim>, ok>;
 
 // E013: an explicit conversion between arrays or views whose static extents differ.
 template <class To, class From>

@@ -22,5 +22,11 @@ inline constexpr dyn_t dyn{};
 // A static extent or width as a run-time dim: a number stays the number, dyn (-1) becomes the
 // run-time dyn. (The explicit conversion that -Wsign-conversion asks for, said once.)
 constexpr std::size_t as_dim(extent_t e) noexcept { return static_cast<std::size_t>(e); }
+// Whether a static width can be a layer's: a number >= 1, or dyn. Any other (0, or negative
+// and not dyn) is tenon-E012 at the layer (check::width_check).
+constexpr bool valid_width(extent_t w) noexcept { return w >= 1 || w == -1; }
+// A layer's static width as the widths around it see it: one that fails E012 counts as dyn,
+// so that the layer's error is the only one.
+constexpr extent_t usable_width(extent_t w) noexcept { return w >= 1 ? w : -1; }
 
 }  // namespace tenon

@@ -100,7 +100,7 @@ class Dense : public Layer<Derived, Floats2d, Floats2d> {
 
 public:
     // A static width of 0 fails with E012 in the layer; chains then see dyn (no second error).
-    static constexpr extent_t static_nO = NO < 1 ? dyn : NO, static_nI = NI < 1 ? dyn : NI;
+    static constexpr extent_t static_nO = usable_width(NO), static_nI = usable_width(NI);
     // The activation (the layer's lowering declaration names it; a function, as Derived is
     // not complete where this base is).
     static constexpr Activation act() noexcept { return Derived::lowered_as.act; }
