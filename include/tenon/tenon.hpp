@@ -49,6 +49,7 @@
 #include "tenon/optim/optimizer.hpp"
 #include "tenon/util/progress.hpp"
 #include "tenon/loss/categorical_crossentropy.hpp"
+#include "tenon/loss/sequence_categorical_crossentropy.hpp"
 #include "tenon/loss/l2_distance.hpp"
 #include "tenon/data/to_categorical.hpp"
 #include "tenon/data/batching.hpp"

@@ -71,6 +71,10 @@ HEADER_RE = re.compile(r"^\s*//\s*(expect|max-lines|expect-text)\s*:\s*(.*?)\s*$
 CONTEXT_RE = re.compile(
     r"In instantiation of|required from|required by substitution|in instantiation of|"
     r"while substituting|while checking|requested here")
+# The context line that names the check itself (g++'s "In instantiation of 'struct
+# tenon::check::...'", clang's "in instantiation of template class 'tenon::check::...'"), not a
+# line that only mentions one of check's names among a function's template arguments.
+CHECK_LINE_RE = re.compile(r"[Ii]n instantiation of (?:template class |)['‘](?:struct |)tenon::check::")
 
 
 def read_expectations(path, max_lines_default):
@@ -151,8 +155,7 @@ def check_compile(compiler, include, path, want, extra_flags):
         return False, "dyn printed as %s (an unsigned width or extent)" % DYN_UNSIGNED, seconds, out
     if len(lines) > want["max_lines"]:
         return False, "%d lines of output, at most %d allowed" % (len(lines), want["max_lines"]), seconds, out
-    internal = [l for l in lines if "detail::" in l and
-                (l is first_error or (CONTEXT_RE.search(l) and "tenon::check::" in l))]
+    internal = [l for l in lines if "detail::" in l and (l is first_error or CHECK_LINE_RE.search(l))]
     if internal:
         return False, "a detail:: name in the instantiation context: %s" % internal[0].strip()[:300], seconds, out
     return True, "%s in %d lines" % (want["id"], len(lines)), seconds, out

@@ -48,6 +48,7 @@ try:
         ParametricAttention,
         Relu,
         SGD,
+        SequenceCategoricalCrossentropy,
         Sigmoid,
         Softmax,
         Swish,
@@ -566,9 +567,46 @@ def case_loss_cce():
         print("note: loss_cce: label_smoothing not supported; skipping smooth keys")
         return case
     case.add("d_guesses_smooth", smooth.get_grad(guesses, labels))
+    # missing_value: rows 1 and 4 not annotated (label -1); one-hot truths marked by class 2.
+    missing = labels.copy()
+    missing[[1, 4]] = -1
+    case.add("labels_missing", missing)
+    case.add("d_guesses_missing", CategoricalCrossentropy(missing_value=-1).get_grad(guesses, missing))
+    case.add(
+        "d_guesses_missing_onehot",
+        CategoricalCrossentropy(missing_value=2).get_grad(guesses, truths),
+    )
     case.add(
         "truths_smooth", to_categorical(labels, n_classes=4, label_smoothing=0.1)
     )
+    return case
+
+
+def case_loss_seq_cce():
+    # Three documents of 3, 0 and 5 rows (an empty one too), 4 classes.
+    rng = numpy.random.RandomState(132)
+    case = CaseWriter("loss_seq_cce")
+    guesses, labels = [], []
+    for d, rows in enumerate((3, 0, 5)):
+        logits = rng.normal(0.0, 1.0, size=(rows, 4)).astype("f")
+        e = numpy.exp(logits - logits.max(axis=1, keepdims=True)) if rows else logits
+        g = (e / e.sum(axis=1, keepdims=True)).astype("f") if rows else logits
+        y = rng.randint(0, 4, size=(rows,)).astype("i")
+        guesses.append(g)
+        labels.append(y)
+        case.add("guesses%d" % d, g)
+        case.add("labels%d" % d, y)
+        case.add("truths%d" % d, to_categorical(y, n_classes=4))
+    variants = (
+        ("", dict(), labels),
+        ("_nonorm", dict(normalize=False), labels),
+        ("_smooth", dict(label_smoothing=0.1), labels),
+        ("_missing", dict(missing_value=-1), [numpy.where(y == 1, -1, y).astype("i") for y in labels]),
+    )
+    for suffix, kw, ys in variants:
+        grads = SequenceCategoricalCrossentropy(**kw).get_grad(guesses, ys)
+        for d, g in enumerate(grads):
+            case.add("d_guesses%s%d" % (suffix, d), g)
     return case
 
 
@@ -642,6 +680,7 @@ CASES = [
     ("mlp_adam", case_mlp_adam),
     ("sgd", case_sgd),
     ("loss_cce", case_loss_cce),
+    ("loss_seq_cce", case_loss_seq_cce),
     ("loss_l2", case_loss_l2),
     ("grad_clip", case_grad_clip),
 ]

@@ -215,6 +215,64 @@ TEST_CASE("oracle: CategoricalCrossentropy", "[oracle]") {
     check_close(c, "truths_smooth", to_categorical(labels, guesses.shape(1), 0.1));
     check_close(c, "d_guesses_smooth",
                 CategoricalCrossentropy({.label_smoothing = 0.1}).get_grad(guesses, labels));
+    // missing_value: the rows not annotated add nothing, and still count in the rows.
+    const Ints1d missing = c.labels("labels_missing");
+    REQUIRE(missing[1] == -1);
+    check_close(c, "d_guesses_missing", CategoricalCrossentropy({.missing_value = -1}).get_grad(guesses, missing));
+    check_close(c, "d_guesses_missing_onehot",
+                CategoricalCrossentropy({.missing_value = 2}).get_grad(guesses, c.f2("truths")));
+    double ce = 0.0;
+    for (std::size_t i = 0; i < missing.shape(0); ++i)
+        if (missing[i] != -1) ce -= std::log(double(guesses(i, std::size_t(missing[i]))));
+    CHECK(CategoricalCrossentropy({.missing_value = -1}).get_loss(guesses, missing) ==
+          Approx(ce / double(guesses.shape(0))).epsilon(1e-6));
+    // Without missing_value, -1 is a label out of range.
+    CHECK_THROWS_WITH(CategoricalCrossentropy().get_grad(guesses, missing), Catch::Contains("tenon-E132"));
+}
+
+TEST_CASE("oracle: SequenceCategoricalCrossentropy", "[oracle]") {
+    Case c("loss_seq_cce");
+    List<Floats2d> guesses;
+    List<Ints1d> labels;
+    std::vector<Floats2d> truths;  // (any sized range of truths: a std::vector too)
+    for (int d = 0; d < 3; ++d) {
+        guesses.push_back(c.f2("guesses" + std::to_string(d)));
+        labels.push_back(c.labels("labels" + std::to_string(d)));
+        truths.push_back(c.f2("truths" + std::to_string(d)));
+    }
+    REQUIRE(guesses[1].shape(0) == 0);  // an empty document among them
+    auto check_all = [&](const std::string& key, const List<Floats2d>& got) {
+        REQUIRE(got.size() == 3);
+        for (int d = 0; d < 3; ++d) check_close(c, key + std::to_string(d), got[std::size_t(d)]);
+    };
+    check_all("d_guesses", SequenceCategoricalCrossentropy().get_grad(guesses, labels));
+    check_all("d_guesses", SequenceCategoricalCrossentropy().get_grad(guesses, truths));
+    check_all("d_guesses_nonorm", SequenceCategoricalCrossentropy({.normalize = false}).get_grad(guesses, labels));
+    check_all("d_guesses_smooth", SequenceCategoricalCrossentropy({.label_smoothing = 0.1}).get_grad(guesses, labels));
+    List<Ints1d> missing = labels;  // (label 1 not annotated: -1)
+    for (auto& y : missing)
+        for (std::size_t i = 0; i < y.shape(0); ++i)
+            if (y[i] == 1) y[i] = -1;
+    check_all("d_guesses_missing", SequenceCategoricalCrossentropy({.missing_value = -1}).get_grad(guesses, missing));
+
+    // The loss is the cross-entropy of every row, over the number of documents (not Thinc 8.1's
+    // sum of squared gradients: thinc-known-defects).
+    double ce = 0.0;
+    for (int d = 0; d < 3; ++d)
+        for (std::size_t i = 0; i < labels[std::size_t(d)].shape(0); ++i)
+            ce -= std::log(double(guesses[std::size_t(d)](i, std::size_t(labels[std::size_t(d)](i)))));
+    auto [grads, loss] = SequenceCategoricalCrossentropy()(guesses, labels);
+    check_all("d_guesses", grads);
+    CHECK(loss == Approx(ce / 3.0).epsilon(1e-6));
+    CHECK(SequenceCategoricalCrossentropy({.normalize = false}).get_loss(guesses, truths) == Approx(ce).epsilon(1e-6));
+
+    // Another number of documents, and a document that is not probabilities: the document named.
+    List<Ints1d> two(labels.begin(), labels.begin() + 2);
+    CHECK_THROWS_WITH(SequenceCategoricalCrossentropy().get_grad(guesses, two),
+                      Catch::Contains("tenon-E133") && Catch::Contains("3 documents of guesses but 2 of truths"));
+    guesses[2](1, 1) = 1.5f;
+    CHECK_THROWS_WITH(SequenceCategoricalCrossentropy().get_loss(guesses, labels),
+                      Catch::Contains("tenon-E134") && Catch::Contains("document 2:") && Catch::Contains("at [1, 1]"));
 }
 
 TEST_CASE("oracle: L2Distance", "[oracle]") {

@@ -164,9 +164,12 @@ struct batch_args {
     using bad_type =
         std::remove_cvref_t<std::tuple_element_t<bad == batch_ok ? n + 1 : bad, std::tuple<S, Args..., void>>>;
     // What the call was meant to return (batches of as many arrays), so that a loop over it
-    // adds no error of its own after E014.
-    static constexpr std::size_t meant = std::max<std::size_t>(
-        1, n - shuffled + (is_array_v<std::remove_cvref_t<S>> ? 1 : 0));
+    // adds no error of its own after E014: every argument but a number (a misplaced size, as in
+    // minibatch(X, 25)) and `shuffle` stands for an array.
+    template <class A>
+    static constexpr bool data_arg = !std::is_arithmetic_v<std::remove_cvref_t<A>> &&
+                                     !std::is_same_v<std::remove_cvref_t<A>, Shuffle>;
+    static constexpr std::size_t meant = std::max<std::size_t>(1, (std::size_t{data_arg<S>} + ... + std::size_t{data_arg<Args>}));
     using meant_type = typename batches_of<std::make_index_sequence<meant>>::type;
 };
 

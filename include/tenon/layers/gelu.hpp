@@ -25,6 +25,11 @@ public:
     // (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"gelu", Activation::gelu};
 
+    // Thinc's positional widths (Gelu(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit Gelu(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Gelu() {
+        static_assert(sizeof(check::widths_as_arguments<Gelu>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Gelu() makes no options object per layer.
     [[gnu::noinline]] explicit Gelu() : Gelu(DenseOptions{}) {}

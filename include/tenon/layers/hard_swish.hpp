@@ -27,6 +27,11 @@ public:
     // (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"hardswish", Activation::hard_swish};
 
+    // Thinc's positional widths (HardSwish(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit HardSwish(check::thinc_width, check::thinc_width = check::thinc_width(0)) : HardSwish() {
+        static_assert(sizeof(check::widths_as_arguments<HardSwish>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // HardSwish() makes no options object per layer.
     [[gnu::noinline]] explicit HardSwish() : HardSwish(DenseOptions{}) {}

@@ -22,6 +22,11 @@ public:
     // No activation; lower(): a product, then the bias over each row (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"linear", Activation::identity};
 
+    // Thinc's positional widths (Linear(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit Linear(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Linear() {
+        static_assert(sizeof(check::widths_as_arguments<Linear>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Linear() makes no options object per layer.
     [[gnu::noinline]] explicit Linear() : Linear(LinearOptions{}) {}

@@ -97,6 +97,11 @@ public:
     static constexpr lowering::SeqLayerStage lowered_as{"lstm", &detail::lstm_stage_scratch,
                                                         &detail::lstm_stage_forward, &detail::lstm_stage_backward};
 
+    // Thinc's positional widths (LSTM(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit LSTM(check::thinc_width, check::thinc_width = check::thinc_width(0)) : LSTM() {
+        static_assert(sizeof(check::widths_as_arguments<LSTM>) > 0);
+    }
     LSTM() : LSTM(LSTMOptions{}) {}
     explicit LSTM(LSTMOptions o, std::size_t nO = dyn, std::size_t nI = dyn)
         : Base("lstm", {{"nO", as_dim(NO)}, {"nI", as_dim(NI)}, {"depth", o.depth}, {"dirs", o.bi ? 2u : 1u}}, {"LSTM", "HC0"}),

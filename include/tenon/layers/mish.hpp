@@ -26,6 +26,11 @@ public:
     // over each row (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"mish", Activation::mish};
 
+    // Thinc's positional widths (Mish(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit Mish(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Mish() {
+        static_assert(sizeof(check::widths_as_arguments<Mish>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Mish() makes no options object per layer.
     [[gnu::noinline]] explicit Mish() : Mish(DenseOptions{}) {}

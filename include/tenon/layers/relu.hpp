@@ -23,6 +23,11 @@ public:
     // dY * (Y > 0)); lower(): a product, then bias and relu over each row (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"relu", Activation::relu};
 
+    // Thinc's positional widths (Relu(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit Relu(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Relu() {
+        static_assert(sizeof(check::widths_as_arguments<Relu>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Relu() makes no options object per layer.
     [[gnu::noinline]] explicit Relu() : Relu(DenseOptions{}) {}

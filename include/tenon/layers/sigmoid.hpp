@@ -25,6 +25,11 @@ public:
     // bias and sigmoid over each row (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"sigmoid", Activation::sigmoid};
 
+    // Thinc's positional widths (Sigmoid(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit Sigmoid(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Sigmoid() {
+        static_assert(sizeof(check::widths_as_arguments<Sigmoid>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Sigmoid() makes no options object per layer.
     [[gnu::noinline]] explicit Sigmoid() : Sigmoid(LinearOptions{}) {}

@@ -43,6 +43,11 @@ public:
     // temperature); lower(): a product, then bias and the softmax (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"softmax", Activation::identity, true};
 
+    // Thinc's positional widths (Softmax(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit Softmax(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Softmax() {
+        static_assert(sizeof(check::widths_as_arguments<Softmax>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Softmax() makes no options object per layer.
     [[gnu::noinline]] explicit Softmax() : Softmax(SoftmaxOptions{}) {}

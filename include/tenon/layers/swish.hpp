@@ -25,6 +25,11 @@ public:
     // (lower/lowered_as.hpp).
     static constexpr lowering::DenseStage lowered_as{"swish", Activation::swish};
 
+    // Thinc's positional widths (Swish(64, 32)): tenon-E056, the one error (the layer is made
+    // without them, so that the rest of the program adds none).
+    explicit Swish(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Swish() {
+        static_assert(sizeof(check::widths_as_arguments<Swish>) > 0);
+    }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of
     // Swish() makes no options object per layer.
     [[gnu::noinline]] explicit Swish() : Swish(DenseOptions{}) {}

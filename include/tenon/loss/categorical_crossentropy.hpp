@@ -3,15 +3,30 @@
 // (normalize = true) or P - T, as thinc/loss.py. get_loss returns the cross-entropy itself,
 // -sum(T log P) / rows; Thinc 8.1 returns the sum of the squared gradient instead.
 #pragma once
+#include <cstdint>
+#include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "tenon/data/to_categorical.hpp"
+#include "tenon/model/diagnostics.hpp"
 #include "tenon/types/array.hpp"
 
 namespace tenon {
 
+namespace detail {
+// What CategoricalCrossentropy takes: one Floats2d of guesses, and labels or one-hot rows.
+template <class G, class T>
+concept cce_arguments = std::is_convertible_v<const G&, Floats2dCView> &&
+                        (std::is_convertible_v<const T&, Ints1dCView> || std::is_convertible_v<const T&, Floats2dCView>);
+}  // namespace detail
+
 struct CategoricalCrossentropyOptions {
     bool normalize = true;
+    // A label that marks a row as not annotated (e.g. -1): the row adds nothing to the gradient
+    // or the loss, and still counts in normalize's rows (as Thinc). With one-hot truths, the
+    // rows whose largest value is at that index.
+    std::optional<std::int32_t> missing_value = {};
     double label_smoothing = 0.0;  // applied to integer labels
 };
 
@@ -26,14 +41,47 @@ public:
     double get_loss(Floats2dCView guesses, Ints1dCView labels) const;
 
     // (gradient, loss), as Thinc's loss(guesses, truths).
-    template <class Truths>
-    std::pair<Floats2d, double> operator()(Floats2dCView guesses, const Truths& truths) const {
-        return {get_grad(guesses, truths), get_loss(guesses, truths)};
+    template <class Guesses, class Truths>
+        requires detail::cce_arguments<Guesses, Truths>
+    std::pair<Floats2d, double> operator()(const Guesses& guesses, const Truths& truths) const {
+        const Floats2dCView g = guesses;
+        return {get_grad(g, truths), get_loss(g, truths)};
+    }
+
+    // Anything else (a List of documents: SequenceCategoricalCrossentropy): tenon-E019. The
+    // gradient it gives is a failed_model, which backprop(dY) and the rest take silently.
+    template <class G, class T>
+        requires(!detail::cce_arguments<G, T>)
+    auto get_grad(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<CategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return failed_model{};
+    }
+    template <class G, class T>
+        requires(!detail::cce_arguments<G, T>)
+    double get_loss(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<CategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return 0.0;
+    }
+    template <class G, class T>
+        requires(!detail::cce_arguments<G, T>)
+    auto operator()(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<CategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return std::pair<failed_model, double>{};
     }
 
 private:
     Floats2d targets(Floats2dCView guesses, Ints1dCView labels) const;
     static void check(Floats2dCView guesses, Floats2dCView truths);
+    // Whether row i is annotated (missing_value), for labels or one-hot truths.
+    bool annotated(Ints1dCView labels, std::size_t i) const;
+    bool annotated(Floats2dCView truths, std::size_t i) const;
+    template <class Truths>
+    Floats2d grad(Floats2dCView guesses, Floats2dCView targets, const Truths& truths) const;
+    template <class Truths>
+    double loss(Floats2dCView guesses, Floats2dCView targets, const Truths& truths) const;
     CategoricalCrossentropyOptions opts_;
 };
 

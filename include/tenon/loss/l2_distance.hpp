@@ -3,8 +3,10 @@
 // the sum of the squared *normalised gradient*; tenon returns the usual half squared error.
 #pragma once
 #include <string>
+#include <type_traits>
 #include <utility>
 
+#include "tenon/model/diagnostics.hpp"
 #include "tenon/types/array.hpp"
 
 namespace tenon {
@@ -35,6 +37,30 @@ public:
     }
     std::pair<Floats2d, double> operator()(Floats2dCView guesses, Floats2dCView truths) const {
         return {get_grad(guesses, truths), get_loss(guesses, truths)};
+    }
+
+    // Anything else (a List of arrays: call it per array): tenon-E019; its gradient is a
+    // failed_model, which backprop(dY) and the rest take silently.
+    template <class G, class T>
+        requires(!std::is_convertible_v<const G&, Floats2dCView> || !std::is_convertible_v<const T&, Floats2dCView>)
+    auto get_grad(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<L2Distance, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return failed_model{};
+    }
+    template <class G, class T>
+        requires(!std::is_convertible_v<const G&, Floats2dCView> || !std::is_convertible_v<const T&, Floats2dCView>)
+    double get_loss(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<L2Distance, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return 0.0;
+    }
+    template <class G, class T>
+        requires(!std::is_convertible_v<const G&, Floats2dCView> || !std::is_convertible_v<const T&, Floats2dCView>)
+    auto operator()(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<L2Distance, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return std::pair<failed_model, double>{};
     }
 
 private:

@@ -45,6 +45,7 @@ template <class T>
 struct not_a_model {};
 template <class M>
 struct model {};
+struct kind_not_given {};  // with_array(layer) without its <Kind>, for E037
 struct nO {};  // which static dim, for E012
 struct nI {};
 struct nP {};
@@ -255,7 +256,7 @@ struct array_extents {
 template <class Argument, class Given>
 struct batch_argument {
     static_assert(always_false<Argument>,
-                  "[tenon-E014] multibatch(size, arrays..., [shuffle]): the batch size comes first, then tenon "
+                  "[tenon-E014] minibatch/multibatch(size, arrays..., [shuffle]): the batch size comes first, then tenon "
                   "arrays (argument<I> is given_type<T>: see the instantiation line)");
 };
 
@@ -288,6 +289,44 @@ struct any_model_signature {
                   "[tenon-E018] AnyModel<In, Out>(model): the model's input type must be In and its output type "
                   "Out (expects_type<signature<In, Out>> but given_type<signature<U, V>>: see the instantiation "
                   "line)");
+};
+
+// E019: a loss called with guesses or truths of other types than it takes (a List of documents
+// given to CategoricalCrossentropy, one Floats2d to SequenceCategoricalCrossentropy, ...).
+template <class Loss, class Guesses, class Truths>
+struct loss_arguments {
+    static_assert(always_false<Loss>,
+                  "[tenon-E019] loss(guesses, truths): CategoricalCrossentropy and L2Distance take one Floats2d of "
+                  "guesses and its truths (an Ints1d of labels or a Floats2d of rows); a sequence model's List of "
+                  "documents takes SequenceCategoricalCrossentropy (a List<Floats2d> and one Ints1d or Floats2d per "
+                  "document) (loss_arguments<Loss, given_type<G>, given_type<T>>: see the instantiation line)");
+};
+
+// E055: model.from_bytes(x) / can_from_bytes(x) with x that is not bytes (a file's path).
+template <class Given>
+struct bytes_argument {
+    static_assert(always_false<Given>,
+                  "[tenon-E055] model.from_bytes(bytes): takes the bytes to_bytes() gave (a "
+                  "std::vector<std::uint8_t> or std::span<const std::uint8_t>); a file's path is "
+                  "model.from_disk(path) (given_type<T>: see the instantiation line)");
+};
+
+// E056: a layer made as in Thinc, with its widths as the constructor's first arguments
+// (Relu(64, 32)), where tenon takes them as template arguments or options.
+// (A number given where a layer's constructor takes its options; one constructor, not a
+// template, so that it adds little to a compiler's list of candidates for other mistakes.)
+struct thinc_width {
+    template <class T>
+        requires std::is_arithmetic_v<T>
+    constexpr thinc_width(T) noexcept {}  // NOLINT: Relu(64, 32)
+};
+template <class Layer>
+struct widths_as_arguments {
+    static_assert(always_false<Layer>,
+                  "[tenon-E056] Layer(nO, nI): Thinc's positional widths; in tenon the widths are the layer "
+                  "type's template arguments (Relu<64, 32>(), or Relu<64>() and the chain gives nI) or fields of "
+                  "its options (Relu<>({.nO = 64})), and a constructor's first argument is the options "
+                  "(LSTM<>({}, 64, 32)) (widths_as_arguments<Layer>: see the instantiation line)");
 };
 
 }  // namespace tenon::check

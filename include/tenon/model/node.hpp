@@ -10,10 +10,12 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -247,6 +249,19 @@ public:
     std::string can_from_bytes(std::span<const std::uint8_t> data) const;
     void to_disk(const std::string& path) const;
     Node& from_disk(const std::string& path);
+    // Anything else than bytes (a file's path, which is from_disk's): tenon-E055.
+    template <class B>
+        requires(!std::is_convertible_v<const B&, std::span<const std::uint8_t>>)
+    Node& from_bytes(const B&) {
+        static_assert(sizeof(check::bytes_argument<check::given_type<check::name_t<B>>>) > 0);
+        return *this;
+    }
+    template <class B>
+        requires(!std::is_convertible_v<const B&, std::span<const std::uint8_t>>)
+    std::string can_from_bytes(const B&) const {
+        static_assert(sizeof(check::bytes_argument<check::given_type<check::name_t<B>>>) > 0);
+        return {};
+    }
 
     // Thinc's tree edits (src/model_api.cpp; docs/lifecycle.md, "The rest of the Model API").
     // replace_node: `old` (a node of this tree, or this node) takes on the state of

@@ -377,7 +377,8 @@ protected:
 };
 
 // The input kind a wrapper was not given: with_array(layer) rather than with_array<Ragged>(layer).
-struct no_kind {};
+// (Named in check::, as the compiler prints it on the user's call: Kind = check::kind_not_given.)
+using no_kind = check::kind_not_given;
 
 }  // namespace detail::xfer
 

@@ -1,0 +1,107 @@
+// SequenceCategoricalCrossentropy: CategoricalCrossentropy over a batch of sequences (a tagger's
+// List<Floats2d> of probabilities, one array per document, against one Ints1d of labels or one
+// Floats2d of one-hot rows per document), as thinc/loss.py. Each document's gradient is
+// P - T, divided by the number of documents (normalize = true), not by its rows: a long
+// document weighs more than a short one, as in Thinc. get_loss returns the cross-entropy,
+// summed over the documents' rows and divided by the number of documents (Thinc 8.1 returns the
+// sum of the squared gradients instead).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <ranges>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tenon/loss/categorical_crossentropy.hpp"
+#include "tenon/model/diagnostics.hpp"
+#include "tenon/types/list.hpp"
+
+namespace tenon {
+
+struct SequenceCategoricalCrossentropyOptions {
+    bool normalize = true;                            // divide each document's gradient by the number of documents
+    std::optional<std::int32_t> missing_value = {};   // a label of a row not annotated (CategoricalCrossentropy's)
+    double label_smoothing = 0.0;                     // applied to integer labels
+};
+
+namespace detail {
+// A batch of truths, one per document: any sized range (List<Ints1d>, std::vector<Floats2d>,
+// ...) whose elements are labels (Ints1d) or one-hot rows (Floats2d).
+template <class R>
+concept sequence_truths =
+    std::ranges::sized_range<const R> &&
+    (std::is_convertible_v<std::ranges::range_reference_t<const R>, Ints1dCView> ||
+     std::is_convertible_v<std::ranges::range_reference_t<const R>, Floats2dCView>);
+template <class R>
+using truth_view_t = std::conditional_t<std::is_convertible_v<std::ranges::range_reference_t<const R>, Ints1dCView>,
+                                        Ints1dCView, Floats2dCView>;
+}  // namespace detail
+
+class SequenceCategoricalCrossentropy {
+public:
+    explicit SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropyOptions o = {}) : opts_(o) {}
+
+    // One gradient per document, in the documents' order.
+    template <class Truths>
+        requires detail::sequence_truths<Truths>
+    List<Floats2d> get_grad(const List<Floats2d>& guesses, const Truths& truths) const {
+        return grads(guesses, views(truths));
+    }
+    template <class Truths>
+        requires detail::sequence_truths<Truths>
+    double get_loss(const List<Floats2d>& guesses, const Truths& truths) const {
+        return loss(guesses, views(truths));
+    }
+    // (gradients, loss), as Thinc's loss(guesses, truths).
+    template <class Truths>
+        requires detail::sequence_truths<Truths>
+    std::pair<List<Floats2d>, double> operator()(const List<Floats2d>& guesses, const Truths& truths) const {
+        const auto t = views(truths);
+        return {grads(guesses, t), loss(guesses, t)};
+    }
+
+    // Anything else (one Floats2d of guesses, truths that are not one array per document):
+    // tenon-E019, with the types given; its gradient is a failed_model (taken silently after).
+    template <class G, class T>
+        requires(!std::is_convertible_v<const G&, const List<Floats2d>&> || !detail::sequence_truths<T>)
+    auto get_grad(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<SequenceCategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return failed_model{};
+    }
+    template <class G, class T>
+        requires(!std::is_convertible_v<const G&, const List<Floats2d>&> || !detail::sequence_truths<T>)
+    double get_loss(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<SequenceCategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return 0.0;
+    }
+    template <class G, class T>
+        requires(!std::is_convertible_v<const G&, const List<Floats2d>&> || !detail::sequence_truths<T>)
+    auto operator()(const G&, const T&) const {
+        static_assert(sizeof(check::loss_arguments<SequenceCategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                                                   check::given_type<check::name_t<T>>>) > 0);
+        return std::pair<failed_model, double>{};
+    }
+
+private:
+    template <class Truths>
+    static std::vector<detail::truth_view_t<Truths>> views(const Truths& truths) {
+        std::vector<detail::truth_view_t<Truths>> v;
+        v.reserve(std::ranges::size(truths));
+        for (const auto& t : truths) v.emplace_back(t);
+        return v;
+    }
+    // (Out of line, src/loss.cpp: no model type reaches them.)
+    CategoricalCrossentropy per_doc() const;
+    List<Floats2d> grads(const List<Floats2d>& guesses, const std::vector<Ints1dCView>& labels) const;
+    List<Floats2d> grads(const List<Floats2d>& guesses, const std::vector<Floats2dCView>& truths) const;
+    double loss(const List<Floats2d>& guesses, const std::vector<Ints1dCView>& labels) const;
+    double loss(const List<Floats2d>& guesses, const std::vector<Floats2dCView>& truths) const;
+    SequenceCategoricalCrossentropyOptions opts_;
+};
+
+}  // namespace tenon
