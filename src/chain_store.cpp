@@ -10,7 +10,7 @@
 namespace tenon::detail {
 
 void throw_moved_chain(const std::string& chain_name) {
-    throw Error(chain_name + ": this chain has no layers: they were moved into another chain (by std::move, "
+    throw Error((chain_name.empty() ? std::string("chain") : chain_name) + ": this chain has no layers: they were moved into another chain (by std::move, "
                                  "or as the left side of `>>`, which takes an rvalue chain's layers over); "
                                  "use the chain they were moved into",
                 "tenon-E118");

@@ -3,6 +3,7 @@
 #include "tenon/config/config.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -384,6 +385,9 @@ Config Config::from_str(std::string_view text, const Overrides& overrides) {
 }
 
 Config Config::from_disk(const std::string& path, const Overrides& overrides) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        fail("tenon-E308", "config file " + path + " cannot be read: it is a directory");
     std::ifstream f(path, std::ios::binary);
     if (!f) fail("tenon-E308", "config file " + path + " cannot be read");
     std::ostringstream ss;

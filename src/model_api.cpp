@@ -105,6 +105,7 @@ bool Node::replace_node(Node& old, const Node& replacement) {
     }
     const auto from = replacement.walk();
     if (!old.assign_from(replacement)) fail();
+    life_changed();            // a backprop made on this model refuses (old's own life moved in its assignment)
     detail::layout_changed();  // a held plan may point at the old subtree's children
     const auto after = old.walk();
     for (Node* n : after) detail::ModelApi::renew_id(*n);
@@ -151,6 +152,8 @@ bool Node::remove_node(Node& node) {
                         (parent ? parent->name() : std::string("?")) +
                         "' and cannot be removed: use replace_node instead",
                     "tenon-E234");
+    parent->life_changed();  // a backprop made on the parent, or on this model, refuses
+    life_changed();
     detail::layout_changed();
     // Walk order is breadth-first: taking a subtree out keeps the others' order.
     const auto after = walk();

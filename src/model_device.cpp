@@ -27,8 +27,10 @@ struct MemoryMove {
         }
         if (opt) opt->move_state(model, m);
         for (auto& [where, a] : moved) *where = std::move(a);
-        for (const Node* n : seen)
+        for (const Node* n : seen) {
             for (auto& p : const_cast<Node*>(n)->params_) p.stamp.renew();  // values in new memory
+            const_cast<Node*>(n)->life_changed();  // the old arrays are gone
+        }
         model.set_ops(ops);
         // A plan held by the model holds no memory (its parameters are looked up at each call,
         // its workspace is made per call in the model's memory), but it checks the model again.

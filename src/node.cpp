@@ -71,12 +71,20 @@ Node& Node::operator=(const Node& o) {
         refs_ = o.refs_;
         fixed_attrs_ = o.fixed_attrs_;
         initialized_ = o.initialized_;
+        life_.bump();  // a backprop made on the old contents refuses
         detail::layout_changed();
     }
     return *this;
 }
 
 Node::~Node() = default;
+
+void detail::LifeWatch::throw_backprop_stale() {
+    throw Error("backprop: the model this backprop came from no longer exists as it was at its begin_update "
+                "(destroyed, moved, assigned, or re-initialised with other widths or parameters): call "
+                "begin_update again on the model as it is now",
+                "tenon-E172");
+}
 Node::Node(Node&&) noexcept = default;
 
 Node& Node::operator=(Node&& o) noexcept {
@@ -89,6 +97,7 @@ Node& Node::operator=(Node&& o) noexcept {
         refs_ = std::move(o.refs_);
         fixed_attrs_ = std::move(o.fixed_attrs_);
         initialized_ = o.initialized_;
+        life_ = std::move(o.life_);  // (both lives move: the backprops of either refuse)
         detail::layout_changed();
     }
     return *this;
@@ -150,7 +159,10 @@ void Node::set_dim(std::string_view n, std::size_t value, bool force) {
         }
         initialized_ = false;
     }
-    if (d->value != value) detail::layout_changed();
+    if (d->value != value) {
+        detail::layout_changed();
+        life_.bump();
+    }
     d->value = value;
 }
 
@@ -161,6 +173,7 @@ void Node::follow_dim(std::string_view n) {
     if (const Node* o = dim_owner(n); o && o->has_dim(n) && d->value != o->get_dim(n)) {
         d->value = o->get_dim(n);
         detail::layout_changed();
+        life_.bump();
     }
 }
 
@@ -190,7 +203,10 @@ void Node::fix_dim(std::size_t i, std::size_t value) {
         detail::throw_width(name_, "dimension '" + d.name + "' (static " + std::to_string(value) +
                                        " from the layer before it in the chain)",
                             value, d.value);
-    if (d.value != value) detail::layout_changed();
+    if (d.value != value) {
+        detail::layout_changed();
+        life_.bump();
+    }
     d.value = value;
     d.fixed = value;
 }
@@ -236,6 +252,7 @@ void Node::allocate_param(std::size_t i, std::vector<std::size_t> shape) {
     p.allocated = true;
     p.stamp.renew();
     detail::layout_changed();
+    life_.bump();  // the old arrays are gone
 }
 
 bool Node::has_param(std::string_view n) const noexcept {

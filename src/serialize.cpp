@@ -8,6 +8,7 @@
 #include <cereal/archives/portable_binary.hpp>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <istream>
@@ -55,6 +56,7 @@ struct NodeAccess {
         n.initialized_ = s.initialized;
         if (s.extra) s.extra();
         detail::layout_changed();
+        n.life_changed();  // the loaded arrays replace the ones a backprop may point at
     }
     // A loaded parameter's arrays: in the node's backend's memory (a device model loads onto the device).
     static Floats1d new_array(const Node& node, std::size_t n) { return Floats1d({n}, node.ops().memory()); }
@@ -982,6 +984,7 @@ void restore(Node& model, const ModelState& st, std::string_view source) {
 // ---- serialize.hpp ----------------------------------------------------------------------
 
 std::vector<std::uint8_t> to_bytes(const Node& model) {
+    model.require_contents();
     Writer w;
     write_state(w, file_state(capture(model)));
     return envelope(Kind::model, w.take());
@@ -997,10 +1000,14 @@ ModelState decode_model(std::span<const std::uint8_t> data) {
     });
 }
 
-void from_bytes(Node& model, std::span<const std::uint8_t> data) { restore(model, decode_model(data)); }
+void from_bytes(Node& model, std::span<const std::uint8_t> data) {
+    model.require_contents();
+    restore(model, decode_model(data));
+}
 
 std::string can_from_bytes(const Node& model, std::span<const std::uint8_t> data) {
     try {
+        model.require_contents();
         // restore()'s checks, without copying the values or changing the model.
         stage(file_walk(const_cast<Node&>(model)), file_state(decode_model(data)), "file", false);
         return {};
@@ -1027,6 +1034,7 @@ void optimizer_from_bytes(Optimizer& optimizer, const Node& model, std::span<con
 }
 
 std::vector<std::uint8_t> checkpoint_to_bytes(const Node& model, const Optimizer& optimizer) {
+    model.require_contents();
     Writer w;
     write_state(w, capture(model));
     write_optimizer(w, optimizer, model);
@@ -1038,6 +1046,7 @@ std::vector<std::uint8_t> checkpoint_to_bytes(const Node& model, const Optimizer
 }
 
 void checkpoint_from_bytes(Node& model, Optimizer& optimizer, std::span<const std::uint8_t> data) {
+    model.require_contents();
     const Opened file = open_envelope(data, Kind::checkpoint);
     ModelState st;
     OptimizerStaged opt;
@@ -1060,9 +1069,18 @@ void checkpoint_from_bytes(Node& model, Optimizer& optimizer, std::span<const st
 }
 
 std::vector<std::uint8_t> read_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        fail("cannot read '" + path + "': it is a directory, not a model file", "tenon-E208");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail("cannot open '" + path + "' for reading", "tenon-E208");
-    std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::uint8_t> data;
+    try {
+        // (libstdc++'s filebuf throws from a read that fails, e.g. on /proc/self/mem.)
+        data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::ios_base::failure& e) {
+        fail("cannot read '" + path + "': " + e.what(), "tenon-E208");
+    }
     if (in.bad()) fail("cannot read '" + path + "'", "tenon-E208");
     return data;
 }

@@ -173,6 +173,20 @@ TEST_CASE("files on disk", "[serialize]") {
         CHECK(e.id() == "tenon-E208");
         CHECK(std::string(e.what()).find("missing.tenon") != std::string::npos);
     }
+    // A directory, or a file that cannot be read (libstdc++ throws from the read itself): a
+    // LoadError too, never a std::ios_base::failure.
+    const auto before = fresh.to_bytes();
+    for (const std::string& bad : {dir.string(), std::string("/proc/self/mem")}) {
+        if (!std::filesystem::exists(bad)) continue;
+        try {
+            fresh.from_disk(bad);
+            FAIL("no error for " << bad);
+        } catch (const LoadError& e) {
+            CHECK(e.id() == "tenon-E208");
+            CHECK(std::string(e.what()).find(bad) != std::string::npos);
+        }
+    }
+    CHECK(fresh.to_bytes() == before);
     std::filesystem::remove_all(dir);
 }
 
@@ -697,4 +711,33 @@ TEST_CASE("round trip: sequence wrappers, transfers, reductions, bidirectional, 
     for (std::size_t i = 0; i < 6; ++i) ids[i] = static_cast<int>((i % 3) * 1009);
     for (std::size_t i = 0; i < 3; ++i) ids2[i] = static_cast<int>(i * 31);
     check_round_trip([] { return uniqued(HashEmbed<8>(100)) >> Softmax<2>(); }, ids, ids2);
+}
+
+TEST_CASE("serialize: a model moved from writes no file and loads none (tenon-E118)", "[serialize]") {
+    auto chain = Relu<8>() >> Softmax<3>();
+    chain.initialize(random_array(4, 5, 31));
+    const auto bytes = chain.to_bytes();
+    auto moved = std::move(chain);
+    auto id_of = [](auto&& f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return e.id() + " " + e.what();
+        }
+        return std::string("no error");
+    };
+    // (Before, the moved-from chain wrote a 90-byte file that no model could load.)
+    CHECK_THAT(id_of([&] { (void)chain.to_bytes(); }), Catch::Contains("tenon-E118") && Catch::Contains("chain"));
+    CHECK_THAT(id_of([&] { chain.from_bytes(bytes); }), Catch::Contains("tenon-E118"));
+    CHECK_THAT(chain.can_from_bytes(bytes), Catch::Contains("tenon-E118"));
+    CHECK(moved.to_bytes() == bytes);
+
+    AnyModel<Floats2d, Floats2d> any = Relu<8>() >> Softmax<3>();
+    any.initialize(random_array(4, 5, 32));
+    auto any2 = std::move(any);
+    // (A moved-from AnyModel has no name: the error still says what it is.)
+    CHECK_THAT(id_of([&] { any.to_disk("unused.tenon"); }),
+               Catch::Contains("tenon-E118") && Catch::Contains("AnyModel: this AnyModel holds no model"));
+    CHECK(!std::filesystem::exists("unused.tenon"));
+    CHECK_THAT(id_of([&] { any.from_bytes(any2.to_bytes()); }), Catch::Contains("tenon-E118"));
 }

@@ -263,6 +263,10 @@ TEST_CASE("training: to_categorical", "[training][loss]") {
     CHECK_THROWS_AS(to_categorical(labels, 0), Error);
     CHECK_THROWS_WITH(to_categorical(labels, 4, 0.75), Contains("label_smoothing"));  // >= (n - 1) / n
     CHECK_THROWS_AS(to_categorical(labels, 4, -0.1), Error);
+    // NaN is not in the range either (it failed no comparison before, and gave NaN rows).
+    CHECK_THROWS_WITH(to_categorical(labels, 4, std::nan("")), Contains("tenon-E131") && Contains("nan"));
+    CHECK_THROWS_WITH(CategoricalCrossentropy({.label_smoothing = std::nan("")}).get_grad(to_categorical(labels, 4), labels),
+                      Contains("tenon-E131"));
     CHECK(to_categorical(Ints1d({0}), 3).shape() == std::array<std::size_t, 2>{0, 3});
 }
 

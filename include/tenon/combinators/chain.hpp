@@ -507,6 +507,7 @@ private:
         if (layers_.empty()) [[unlikely]]
             detail::throw_moved_chain(this->name());
     }
+    void require_contents() const override { require_layers(); }
     // The name (the layers' names joined by >>) and the widths the layers already know
     // (src/chain_store.cpp: the same code for every chain type).
     void finish_construction() {

@@ -48,7 +48,7 @@ template <class... Arrays>
 class Batches {
 public:
     Batches(std::size_t size, bool shuffled, const Arrays&... arrays) : size_(size), arrays_(&arrays...) {
-        if (size == 0) throw Error("multibatch: the batch size must be >= 1", "tenon-E135");
+        if (size == 0) throw Error("minibatch/multibatch: the batch size must be >= 1", "tenon-E135");
         const std::size_t n = std::get<0>(arrays_)->shape(0);
         std::size_t k = 0;
         ((arrays.shape(0) != n

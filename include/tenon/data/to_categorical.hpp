@@ -9,7 +9,8 @@ namespace tenon {
 
 inline Floats2d to_categorical(Ints1dCView labels, std::size_t n_classes, double label_smoothing = 0.0) {
     if (n_classes == 0) throw Error("to_categorical: n_classes must be >= 1", "tenon-E130");
-    if (label_smoothing < 0.0 || (n_classes > 1 && label_smoothing >= double(n_classes - 1) / double(n_classes)) ||
+    // (Written so that NaN fails too.)
+    if (!(label_smoothing >= 0.0) || (n_classes > 1 && !(label_smoothing < double(n_classes - 1) / double(n_classes))) ||
         (n_classes == 1 && label_smoothing != 0.0))
         throw Error("to_categorical: label_smoothing must be in [0, (n_classes - 1) / n_classes), found " +
                         std::to_string(label_smoothing),

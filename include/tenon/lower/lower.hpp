@@ -515,8 +515,8 @@ public:
             return;
         std::string why;
         if (!matches_model(why))
-            throw Error("plan of " + p_.model_name + ": the model changed since lower() (" + why +
-                            "): call lower(model) again",
+            throw Error("plan of " + p_.model_name + ": the model changed since the plan was made (" + why +
+                            "): call lower(model) again for a plan you hold, begin_update again for a backprop",
                         "tenon-E172");
         epoch_.store(now, std::memory_order_relaxed);
     }

@@ -49,7 +49,7 @@ inline constexpr bool is_any_model<AnyModel<In, Out>> = true;
 // tenon-E118: an AnyModel whose model was moved into another one, used; or a copy of one that
 // holds a model type that cannot be copied; or a default-constructed backprop called.
 [[noreturn]] inline void throw_any_model_empty(const std::string& name, const char* what) {
-    throw Error(name + ": " + what, "tenon-E118");
+    throw Error((name.empty() ? std::string("AnyModel") : name) + ": " + what, "tenon-E118");  // (moved from: no name)
 }
 
 // Runs the held model as the model called: this thread's entry depth is 0 while it runs (its
@@ -242,6 +242,7 @@ private:
     // nO and nI are the held model's wherever it knows them; a width set on this node (by the
     // model around it, or set_dim) stands until initialize hands it over (Node::follow_dim).
     Node* dim_owner(std::string_view) noexcept override { return held_ ? &held_->node() : nullptr; }
+    void require_contents() const override { (void)require_held(); }
 
     Holder& require_held() const {
         if (!held_)

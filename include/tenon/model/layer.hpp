@@ -51,18 +51,32 @@ template <class M>
 struct CheckedBackprop : M::Backprop {
     using Base = typename M::Backprop;
     Memory tenon_memory_ = detail::current_memory();  // the model's: made inside its entry point
+    // The model's life when begin_update was called on it (the model the user called, not the
+    // layers inside): a backprop called after the model was destroyed, moved, assigned or
+    // re-initialised refuses with tenon-E172 (detail::NodeLife).
+    detail::LifeWatch tenon_life_{};
     // (The OutView form also takes a braced list: backprop({dY0, dY1}) for a pair.)
     decltype(auto) operator()(typename M::OutView dY) const
         requires std::is_invocable_v<const Base&, typename M::OutView>
     {
+        tenon_life_.check();
         const detail::MemoryScope scope(tenon_memory_);
         return Base::operator()(dY);
     }
     template <class D>
         requires std::is_invocable_v<const Base&, const D&>
     decltype(auto) operator()(const D& dY) const {
+        tenon_life_.check();
         const detail::MemoryScope scope(tenon_memory_);
         return Base::operator()(dY);
+    }
+    // The parameters' gradients alone, where the model's backprop has them (a plan's).
+    template <class D>
+        requires requires(const Base& b, const D& d) { b.params_only(d); }
+    void params_only(const D& dY) const {
+        tenon_life_.check();
+        const detail::MemoryScope scope(tenon_memory_);
+        Base::params_only(dY);
     }
     template <class D>
         requires(!std::is_invocable_v<const Base&, const D&>)
@@ -286,11 +300,19 @@ private:
                 if (is_train && detail::entry_depth == 1) {
                     std::pair<Out, typename Derived::Backprop> r;
                     if (lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
-                        return checked(std::move(r));
+                        return watched(checked(std::move(r)));
                 }
             }
-            return checked(self().forward_impl(X, is_train));
+            return watched(checked(self().forward_impl(X, is_train)));
         });
+    }
+    // The backprop the user gets watches the model's life (CheckedBackprop::tenon_life_); the
+    // ones combinators keep of their children need not (the model called is watched).
+    template <class P>
+    P watched(P&& r) const {
+        if constexpr (requires { r.second.tenon_life_; })
+            if (detail::entry_depth == 1) r.second.tenon_life_ = this->life_watch();
+        return std::forward<P>(r);
     }
 
     // Runs a public entry point. A tenon::Error from inside gets the path of the node that

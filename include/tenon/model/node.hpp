@@ -36,6 +36,55 @@ namespace detail {
 inline std::atomic<std::uint64_t> layout_epoch{1};
 inline void layout_changed() noexcept { layout_epoch.fetch_add(1, std::memory_order_acq_rel); }
 
+// A node's life, shared with the backprops of the begin_update calls made on it: its version
+// moves whenever the node is destroyed, moved from, assigned, or its dims or parameters are
+// reallocated (set_dim, initialize, a load, a move to other memory). A backprop records the
+// version of the model it came from and refuses (tenon-E172) when it moved, rather than read
+// freed or reshaped memory (Layer's CheckedBackprop). A plan's backprop checks the model's
+// layout as well (lower.hpp); this catches a lone layer, a wrapper, and a moved model.
+struct NodeLife {
+    std::atomic<std::uint64_t> version{1};
+};
+class LifeSlot {
+public:
+    LifeSlot() : p_(std::make_shared<NodeLife>()) {}
+    LifeSlot(const LifeSlot&) : LifeSlot() {}  // a copy is another node, with a life of its own
+    LifeSlot& operator=(const LifeSlot&) noexcept {
+        bump();  // this node's contents are replaced
+        return *this;
+    }
+    // The moved-to node takes the life on, and its version moves: the backprops made on the
+    // node moved from refuse (they point at it).
+    LifeSlot(LifeSlot&& o) noexcept : p_(std::move(o.p_)) { bump(); }
+    LifeSlot& operator=(LifeSlot&& o) noexcept {
+        bump();
+        o.bump();
+        return *this;
+    }
+    ~LifeSlot() { bump(); }
+    void bump() noexcept {
+        if (p_) p_->version.fetch_add(1, std::memory_order_acq_rel);
+    }
+    // (A node moved from has none until it is used again.)
+    const std::shared_ptr<NodeLife>& get() const {
+        if (!p_) p_ = std::make_shared<NodeLife>();
+        return p_;
+    }
+
+private:
+    mutable std::shared_ptr<NodeLife> p_;
+};
+// What a backprop holds of its model's life.
+struct LifeWatch {
+    std::shared_ptr<const NodeLife> life;
+    std::uint64_t version = 0;
+    void check() const {
+        if (life && life->version.load(std::memory_order_acquire) != version) [[unlikely]]
+            throw_backprop_stale();
+    }
+    [[noreturn]] static void throw_backprop_stale();  // (src/node.cpp)
+};
+
 // A parameter's value stamp: a number no other write of any parameter ever had, renewed by
 // every tenon path that writes (or hands out for writing) a parameter's values, and copied
 // with the values (a copied or assigned node holds the same values under the same stamp).
@@ -82,8 +131,13 @@ struct BasicParamView {
     // Typed view of a given rank; throws if the rank differs.
     template <std::size_t R>
     auto as() const {
-        if (R != rank)
-            throw Error("parameter has rank " + std::to_string(rank) + ", not " + std::to_string(R), "tenon-E103");
+        if (R != rank) {
+            std::string shape_text;
+            for (std::size_t i = 0; i < rank; ++i) shape_text += (i ? ", " : "") + std::to_string(shape[i]);
+            throw Error("as<" + std::to_string(R) + ">(): the parameter has rank " + std::to_string(rank) + " (shape (" +
+                            shape_text + ")), not " + std::to_string(R),
+                        "tenon-E103");
+        }
         return as_impl<R>(std::make_index_sequence<R>{});
     }
     operator BasicParamView<const T>() const  // NOLINT
@@ -289,6 +343,9 @@ public:
     // fixed slot (the default).
     virtual bool assign_from(const Node& /*other*/) { return false; }
     virtual bool remove_child(Node& /*child*/) { return false; }
+    // A model whose contents were moved into another (a chain's layers, an AnyModel's model)
+    // throws tenon-E118 here: files are not written from it, nor loaded into it.
+    virtual void require_contents() const {}
 
     // The backend that runs this node's computation (Thinc's model.ops): the products, row
     // passes, gathers, reductions and optimizer passes of the node and of plans made from
@@ -310,6 +367,14 @@ public:
     // apply_optimizer on this node and every descendant, depth first, without allocating
     // (walk() builds a list; a training step must not allocate: tests/unit/test_alloc.cpp).
     void apply_optimizer_tree(class Optimizer& optimizer);
+
+    // The node's life as a backprop records it (detail::LifeWatch), and the change of it that
+    // makes those recorded before refuse: a layer whose own parameters are replaced calls it.
+    detail::LifeWatch life_watch() const {
+        const auto& p = life_.get();
+        return {p, p->version.load(std::memory_order_acquire)};
+    }
+    void life_changed() noexcept { life_.bump(); }
 
 protected:
     struct Dim {
@@ -426,6 +491,7 @@ private:
     std::vector<std::string> fixed_attrs_;
     const Ops* ops_ = &current_ops();
     bool initialized_ = false;
+    detail::LifeSlot life_;
     detail::PointsToOpaque points_to_opaque_;  // (compile time: see its definition)
     friend struct detail::NodeAccess;
     friend struct detail::ChainOps;
