@@ -79,6 +79,13 @@ Node& Node::operator=(const Node& o) {
 
 Node::~Node() = default;
 
+detail::NodeLife* detail::life_new() { return new NodeLife(); }
+void detail::life_retain(NodeLife* life) noexcept { life->refs.fetch_add(1, std::memory_order_relaxed); }
+void detail::life_release(NodeLife* life) noexcept {
+    if (life->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete life;
+}
+void detail::life_bump(NodeLife* life) noexcept { life->version.fetch_add(1, std::memory_order_acq_rel); }
+
 void detail::LifeWatch::throw_backprop_stale() {
     throw Error("backprop: the model this backprop came from no longer exists as it was at its begin_update "
                 "(destroyed, moved, assigned, or re-initialised with other widths or parameters): call "

@@ -300,17 +300,17 @@ private:
                 if (is_train && detail::entry_depth == 1) {
                     std::pair<Out, typename Derived::Backprop> r;
                     if (lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
-                        return watched(checked(std::move(r)));
+                        return watched<Plan>(checked(std::move(r)));
                 }
             }
-            return watched(checked(self().forward_impl(X, is_train)));
+            return watched<Plan>(checked(self().forward_impl(X, is_train)));
         });
     }
     // The backprop the user gets watches the model's life (CheckedBackprop::tenon_life_); the
     // ones combinators keep of their children need not (the model called is watched).
-    template <class P>
+    template <bool Plan, class P>
     P watched(P&& r) const {
-        if constexpr (requires { r.second.tenon_life_; })
+        if constexpr (Plan && requires { r.second.tenon_life_; })  // (the public calls: Plan)
             if (detail::entry_depth == 1) r.second.tenon_life_ = this->life_watch();
         return std::forward<P>(r);
     }

@@ -44,10 +44,17 @@ inline void layout_changed() noexcept { layout_epoch.fetch_add(1, std::memory_or
 // layout as well (lower.hpp); this catches a lone layer, a wrapper, and a moved model.
 struct NodeLife {
     std::atomic<std::uint64_t> version{1};
+    std::atomic<std::uint32_t> refs{1};  // the node and the backprops that hold it
 };
+// (Out of line, src/node.cpp: a backprop's copy and destruction compile to one call each in
+// every model's file, not a shared_ptr's inline machinery.)
+NodeLife* life_new();
+void life_retain(NodeLife* life) noexcept;
+void life_release(NodeLife* life) noexcept;
+void life_bump(NodeLife* life) noexcept;
 class LifeSlot {
 public:
-    LifeSlot() : p_(std::make_shared<NodeLife>()) {}
+    LifeSlot() : p_(life_new()) {}
     LifeSlot(const LifeSlot&) : LifeSlot() {}  // a copy is another node, with a life of its own
     LifeSlot& operator=(const LifeSlot&) noexcept {
         bump();  // this node's contents are replaced
@@ -55,34 +62,56 @@ public:
     }
     // The moved-to node takes the life on, and its version moves: the backprops made on the
     // node moved from refuse (they point at it).
-    LifeSlot(LifeSlot&& o) noexcept : p_(std::move(o.p_)) { bump(); }
+    LifeSlot(LifeSlot&& o) noexcept : p_(std::exchange(o.p_, nullptr)) { bump(); }
     LifeSlot& operator=(LifeSlot&& o) noexcept {
         bump();
         o.bump();
         return *this;
     }
-    ~LifeSlot() { bump(); }
+    ~LifeSlot() {
+        if (p_) {
+            life_bump(p_);
+            life_release(p_);
+        }
+    }
     void bump() noexcept {
-        if (p_) p_->version.fetch_add(1, std::memory_order_acq_rel);
+        if (p_) life_bump(p_);
     }
     // (A node moved from has none until it is used again.)
-    const std::shared_ptr<NodeLife>& get() const {
-        if (!p_) p_ = std::make_shared<NodeLife>();
+    NodeLife* get() const {
+        if (!p_) p_ = life_new();
         return p_;
     }
 
 private:
-    mutable std::shared_ptr<NodeLife> p_;
+    mutable NodeLife* p_;
 };
-// What a backprop holds of its model's life.
-struct LifeWatch {
-    std::shared_ptr<const NodeLife> life;
-    std::uint64_t version = 0;
+// What a backprop holds of its model's life: the life (counted) and its version then.
+class LifeWatch {
+public:
+    LifeWatch() = default;
+    LifeWatch(NodeLife* life, std::uint64_t version) noexcept : life_(life), version_(version) { life_retain(life_); }
+    LifeWatch(const LifeWatch& o) noexcept : life_(o.life_), version_(o.version_) {
+        if (life_) life_retain(life_);
+    }
+    LifeWatch(LifeWatch&& o) noexcept : life_(std::exchange(o.life_, nullptr)), version_(o.version_) {}
+    LifeWatch& operator=(LifeWatch o) noexcept {
+        std::swap(life_, o.life_);
+        std::swap(version_, o.version_);
+        return *this;
+    }
+    ~LifeWatch() {
+        if (life_) life_release(life_);
+    }
     void check() const {
-        if (life && life->version.load(std::memory_order_acquire) != version) [[unlikely]]
+        if (life_ && life_->version.load(std::memory_order_acquire) != version_) [[unlikely]]
             throw_backprop_stale();
     }
     [[noreturn]] static void throw_backprop_stale();  // (src/node.cpp)
+
+private:
+    NodeLife* life_ = nullptr;
+    std::uint64_t version_ = 0;
 };
 
 // A parameter's value stamp: a number no other write of any parameter ever had, renewed by
@@ -371,7 +400,7 @@ public:
     // The node's life as a backprop records it (detail::LifeWatch), and the change of it that
     // makes those recorded before refuse: a layer whose own parameters are replaced calls it.
     detail::LifeWatch life_watch() const {
-        const auto& p = life_.get();
+        detail::NodeLife* p = life_.get();
         return {p, p->version.load(std::memory_order_acquire)};
     }
     void life_changed() noexcept { life_.bump(); }
