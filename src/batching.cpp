@@ -22,7 +22,11 @@ double BatchSize::next_value(const char* who) {
     return v;
 }
 
-std::size_t BatchSize::next(const char* who) { return static_cast<std::size_t>(next_value(who)); }
+std::size_t BatchSize::next(const char* who) {
+    // (A value past what a size_t holds is one batch of everything: Thinc's int(1e20) is.)
+    const double v = next_value(who);
+    return v >= 0x1p62 ? std::size_t(1) << 62 : static_cast<std::size_t>(v);
+}
 
 namespace detail {
 namespace {

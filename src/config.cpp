@@ -47,7 +47,14 @@ json to_json(const Value& v) {
     return nullptr;
 }
 
-Value from_json(const json& j) {
+// (Values nest at most this deep: each level is a call here, and a value nested 20 000 deep
+// overflowed the stack; no config needs more than a few.)
+constexpr std::size_t max_value_depth = 256;
+
+Value from_json(const json& j, std::size_t depth = 0) {
+    if (depth > max_value_depth)
+        fail("tenon-E301", "a value nested more than " + std::to_string(max_value_depth) +
+                               " levels deep (lists or tables in lists or tables)");
     if (j.is_null()) return Value();
     if (j.is_boolean()) return Value(j.get<bool>());
     if (j.is_number_unsigned()) {
@@ -60,11 +67,11 @@ Value from_json(const json& j) {
     if (j.is_string()) return Value(j.get<std::string>());
     if (j.is_array()) {
         ValueList l;
-        for (const auto& x : j) l.push_back(from_json(x));
+        for (const auto& x : j) l.push_back(from_json(x, depth + 1));
         return Value(std::move(l));
     }
     Section s;
-    for (const auto& [k, x] : j.items()) s.emplace_back(k, from_json(x));
+    for (const auto& [k, x] : j.items()) s.emplace_back(k, from_json(x, depth + 1));
     return Value(std::move(s));
 }
 
@@ -112,7 +119,12 @@ std::vector<RawSection> read_lines(std::string_view text) {
                 fail("tenon-E300", "config line " + std::to_string(n) + ": a section header must be [name], found " +
                                        std::string(t));
             const std::string name(trim(t.substr(1, t.size() - 2)));
-            for (const auto& part : split_path(name))
+            const auto parts = split_path(name);
+            if (parts.size() > max_value_depth)
+                fail("tenon-E300", "config line " + std::to_string(n) + ": a section name of " +
+                                       std::to_string(parts.size()) + " parts: sections nest at most " +
+                                       std::to_string(max_value_depth) + " levels deep");
+            for (const auto& part : parts)
                 if (part.empty())
                     fail("tenon-E300", "config line " + std::to_string(n) + ": section [" + name + "] has an empty part");
             for (const auto& s : secs)
@@ -351,6 +363,12 @@ Overrides overrides_from_args(int argc, const char* const* argv) {
         } else {
             if (i + 1 >= argc)
                 fail("tenon-E306", "override --" + std::string(a) + ": no value follows it");
+            const std::string_view next = argv[i + 1];
+            if (next.substr(0, 2) == "--")
+                fail("tenon-E306", "override --" + std::string(a) + ": no value follows it (the next argument, " +
+                                       std::string(next.substr(0, 80)) +
+                                       ", is an option); for a value that starts with -- write --" + std::string(a) +
+                                       "=VALUE");
             out.emplace_back(std::string(a), argv[++i]);
         }
     }

@@ -88,7 +88,7 @@ std::pair<Floats2d, DenseBackprop> DenseCore::forward(Node& layer, NormDropout& 
 }
 
 void check_softmax_temperature(double t) {
-    if (!(t > 0.0)) throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
+    if (!(t > 0.0)) throw Error("softmax: the temperature must be > 0, found " + detail::number_str(t), "tenon-E113");
 }
 
 float softmax_inv_temperature(const Node& layer) {

@@ -46,7 +46,7 @@ void Dropout::apply_inplace(Floats2d& Y, bool is_train, Backprop& bp) const {
 
 void Dropout::check_rate(double rate) {
     if (!(rate >= 0.0 && rate <= 1.0))
-        throw Error("dropout: the rate must be in [0, 1], found " + std::to_string(rate), "tenon-E112");
+        throw Error("dropout: the rate must be in [0, 1], found " + detail::number_str(rate), "tenon-E112");
 }
 
 }  // namespace tenon

@@ -6,7 +6,7 @@ namespace tenon::detail {
 
 void check_dropout_rate(const std::string& layer, const std::optional<double>& rate) {
     if (rate && !(*rate >= 0.0 && *rate <= 1.0))
-        throw Error(layer + ": the dropout rate must be in [0, 1], found " + std::to_string(*rate), "tenon-E195");
+        throw Error(layer + ": the dropout rate must be in [0, 1], found " + detail::number_str(*rate), "tenon-E195");
 }
 Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_train) {
     if (!is_train || !layer.has_attr("dropout_rate")) return {};

@@ -3,14 +3,30 @@
 #include "tenon/error.hpp"
 #include "tenon/model/node.hpp"
 
+#include <charconv>
 #include <utility>
 
 namespace tenon {
 
+namespace {
+// A message of at most ~3000 characters: one that quotes a whole bad value (a megabyte of config
+// text, a 2 MB node name) keeps its start and end, and says how much was cut (never inside a
+// UTF-8 character).
+std::string bounded(const std::string& m) {
+    constexpr std::size_t limit = 4000, head = 2000, tail = 1000;
+    if (m.size() <= limit) return m;
+    auto cont = [&](std::size_t i) { return (static_cast<unsigned char>(m[i]) & 0xC0) == 0x80; };
+    std::size_t a = head, b = m.size() - tail;
+    while (a > 0 && cont(a)) --a;
+    while (b < m.size() && cont(b)) ++b;
+    return m.substr(0, a) + " ... [" + std::to_string(b - a) + " characters cut] ... " + m.substr(b);
+}
+}  // namespace
+
 Error::Error(const std::string& message, std::string id)
-    : std::runtime_error(id.empty() ? message : "[" + id + "] " + message),
+    : std::runtime_error(id.empty() ? bounded(message) : "[" + id + "] " + bounded(message)),
       id_(std::move(id)),
-      message_(message),
+      message_(bounded(message)),
       what_(std::runtime_error::what()) {}
 
 Error::Error(const Error&) = default;
@@ -18,7 +34,7 @@ Error& Error::operator=(const Error&) = default;
 Error::~Error() = default;
 
 void Error::set_message(std::string message) {
-    message_ = std::move(message);
+    message_ = bounded(message);
     what_ = id_.empty() ? message_ : "[" + id_ + "] " + message_;
 }
 
@@ -40,6 +56,28 @@ void check_nonempty_sequences(std::string_view layer, const std::int32_t* length
                                  " has length 0, but every sequence needs at least one row (" + why + ")",
                              "tenon-E190");
 }
+std::string number_str(double v) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string row_text(std::size_t row) {
+    std::string s = "row " + std::to_string(row);
+    const SequenceRows& q = sequence_rows;
+    if (!q.lengths) return s;
+    std::size_t at = 0;  // the first row of the next sequence's padding
+    for (std::size_t i = 0; i < q.n; ++i) {
+        const auto len = static_cast<std::size_t>(q.lengths[i] > 0 ? q.lengths[i] : 0);
+        if (len == 0) continue;
+        at += q.pad;
+        if (row < at) return s + ": padding before sequence " + std::to_string(i);
+        if (row < at + len) return s + ": sequence " + std::to_string(i) + ", row " + std::to_string(row - at);
+        at += len;
+    }
+    return s;
+}
+
 void throw_zero_width(const Node& layer, const char* what, std::size_t rows, std::size_t nI) {
     throw ShapeError(layer.name() + ": " + what + ": an input of width 0 (" + std::to_string(rows) +
                          " rows, no columns): expected width " + dim_str(nI),

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <vector>
 
 namespace tenon {
@@ -10,6 +11,11 @@ namespace {
 
 // Reads a whole file, gunzipping it if it is compressed (gzread passes plain files through).
 std::vector<unsigned char> slurp(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error("cannot read '" + path + "': it is a directory, not an IDX file (load_fashion_mnist takes the "
+                    "directory)",
+                    "tenon-E140");
     gzFile f = gzopen(path.c_str(), "rb");
     if (!f)
         throw Error("cannot open '" + path + "' (for Fashion-MNIST install Debian's dataset-fashion-mnist)",

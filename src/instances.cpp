@@ -31,10 +31,52 @@ void check_ragged(const std::int32_t* lengths, std::size_t n, const std::size_t*
                          "tenon-E152");
 }
 
-std::string layout_vec_str(const Layout& v) {
+namespace {
+// The shape at v[i] (its rank, then its extents) as "(a, b)"; false when v ends first.
+bool shape_at(const Layout& v, std::size_t& i, std::string& out) {
+    if (i >= v.size() || v.size() - i - 1 < v[i]) return false;
+    const std::size_t rank = v[i++];
+    out += "(";
+    for (std::size_t k = 0; k < rank; ++k) out += (k ? ", " : "") + std::to_string(v[i++]);
+    out += ")";
+    return true;
+}
+}  // namespace
+
+std::string layout_vec_str(const Layout& v, LayoutKind kind) {
     std::string s;
+    std::size_t i = 0;
+    switch (kind) {
+        case LayoutKind::array:
+            if (shape_at(v, i, s) && i == v.size()) return s;
+            break;
+        case LayoutKind::ragged:
+        case LayoutKind::padded:
+            s = kind == LayoutKind::padded ? "Padded " : "Ragged ";
+            if (shape_at(v, i, s)) {
+                s += " lengths [";
+                for (std::size_t k = i; k < v.size(); ++k) s += (k > i ? ", " : "") + std::to_string(v[k]);
+                return s + "]";
+            }
+            break;
+        case LayoutKind::list_of_arrays:
+            if (!v.empty()) {
+                s = "List of " + std::to_string(v[0]) + " [";
+                i = 1;
+                bool ok = true;
+                for (std::size_t k = 0; k < v[0] && ok; ++k) {
+                    if (k) s += ", ";
+                    ok = shape_at(v, i, s);
+                }
+                if (ok && i == v.size()) return s + "]";
+            }
+            break;
+        case LayoutKind::other:
+            break;
+    }
+    s.clear();
     const bool array = !v.empty() && v.size() == v[0] + 1;
-    for (std::size_t i = array ? 1 : 0; i < v.size(); ++i) s += (s.empty() ? "" : ", ") + std::to_string(v[i]);
+    for (std::size_t k = array ? 1 : 0; k < v.size(); ++k) s += (s.empty() ? "" : ", ") + std::to_string(v[k]);
     return array ? "(" + s + ")" : "layout [" + s + "]";
 }
 

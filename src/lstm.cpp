@@ -258,7 +258,7 @@ std::size_t lstm_param_size(const LstmDims& d) {
 void lstm_check_options(const LSTMOptions& o, std::size_t nO) {
     if (o.depth == 0) throw Error("lstm: depth must be at least 1, found 0", "tenon-E285");
     if (!(o.dropout >= 0.0 && o.dropout <= 1.0))
-        throw Error("lstm: the dropout rate must be in [0, 1], found " + std::to_string(o.dropout), "tenon-E112");
+        throw Error("lstm: the dropout rate must be in [0, 1], found " + detail::number_str(o.dropout), "tenon-E112");
     if (nO != dyn) lstm_check_width("lstm", nO, o.bi ? 2 : 1);
 }
 

@@ -194,6 +194,8 @@ UseParams::UseParams(Node& model, const ParamValues& params) {
                                 " (was the model re-initialised with other widths since they were taken?); "
                                 "nothing was swapped",
                             "tenon-E235");
+            detail::require_finite_param("use_params: " + node_path(model, *n) + ": parameter '" + name + "'",
+                                         it->second, n->ops());
             matches.push_back({n, name, it->second});
         }
     saved_.reserve(matches.size());
@@ -204,7 +206,7 @@ UseParams::UseParams(Node& model, const ParamValues& params) {
         std::vector<float> backup(p.size());
         if (p.size())
             detail::copy_bytes(backup.data(), Memory::host, p.data, detail::memory_of(p.data), p.size() * sizeof(float));
-        saved_.push_back({m.node, m.name, std::move(backup)});
+        saved_.push_back({m.node, m.node->place_watch(), m.name, std::move(backup)});
     }
     for (auto& m : matches) {
         ParamView p = m.node->get_param(m.name);
@@ -216,6 +218,7 @@ UseParams::UseParams(Node& model, const ParamValues& params) {
 
 UseParams::~UseParams() {
     for (auto& s : saved_) {
+        if (!s.place.held()) continue;  // the node was destroyed or moved under the guard: not there to restore
         if (!s.node->has_param(s.name)) continue;
         ParamView p = s.node->get_param(s.name);
         if (p.size() != s.backup.size()) continue;  // re-allocated under the guard: nothing to restore

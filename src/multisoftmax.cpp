@@ -13,6 +13,10 @@ std::size_t multisoftmax_width(const std::vector<std::size_t>& nOs) {
         if (nOs[i] == 0)
             throw Error("multisoftmax: group " + std::to_string(i) + " of nOs has no columns (every group needs >= 1)",
                         "tenon-E197");
+        if (nOs[i] > (std::size_t(1) << 40) || sum + nOs[i] > (std::size_t(1) << 40))
+            throw Error("multisoftmax: the groups' widths " + multisoftmax_groups(nOs) +
+                            " add up to more columns than an output can have (at most 2^40)",
+                        "tenon-E197");
         sum += nOs[i];
     }
     return sum;

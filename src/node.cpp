@@ -2,6 +2,8 @@
 #include "tenon/model/node.hpp"
 #include "tenon/init/init.hpp"
 #include "tenon/model/widths.hpp"
+#include "tenon/model/finite.hpp"
+#include "tenon/io/state.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +11,7 @@
 #include <deque>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include <sys/mman.h>
 
@@ -79,7 +82,11 @@ Node& Node::operator=(const Node& o) {
 
 Node::~Node() = default;
 
-detail::NodeLife* detail::life_new() { return new NodeLife(); }
+detail::NodeLife* detail::life_new(const void* holder) {
+    auto* life = new NodeLife();
+    life->holder.store(holder, std::memory_order_relaxed);
+    return life;
+}
 void detail::life_retain(NodeLife* life) noexcept { life->refs.fetch_add(1, std::memory_order_relaxed); }
 void detail::life_release(NodeLife* life) noexcept {
     if (life->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete life;
@@ -362,12 +369,37 @@ void check_same_shape(const std::string& layer, std::string_view what, const std
 }
 }  // namespace
 
+// set_param's (and use_params') values must be finite (tenon-E119): a NaN or inf weight makes
+// every output it reaches NaN, far from where it was written. (Values in a device's memory are
+// counted there; device values given to a host model are not read.)
+void detail::require_finite_param(const std::string& who, CParamView v, const Ops& ops) {
+    if (!v.size()) return;
+    const bool on_device = detail::memory_of(v.data) == Memory::device;
+    if (on_device && ops.memory() != Memory::device) return;
+    const std::size_t bad = detail::count_nonfinite_on(on_device ? &ops : nullptr, v.data, v.size());
+    if (!bad) return;
+    std::vector<float> staged;  // (the error's path: device values are read from a host copy)
+    const float* values = v.data;
+    if (on_device) {
+        staged.resize(v.size());
+        detail::copy_bytes(staged.data(), Memory::host, v.data, Memory::device, v.size() * sizeof(float));
+        values = staged.data();
+    }
+    const std::size_t i = first_nonfinite(values, v.size());
+    throw Error(who + ": the values hold " + std::to_string(bad) + " non-finite value" + (bad == 1 ? "" : "s") +
+                    " (NaN or inf), the first at flat index " + std::to_string(i) + " (" + std::to_string(values[i]) +
+                    "); a parameter must be finite: nothing was set",
+                "tenon-E119");
+}
+
 void Node::set_param(std::string_view n, CParamView v) {
     auto* p = find_param(n);
     if (!p) throw Error(name_ + ": has no parameter '" + std::string(n) + "'", "tenon-E106");
     if (p->allocated) {
         check_same_shape(name_, "set_param('" + std::string(n) + "')", p->shape, v);
-    } else {
+    }
+    if (v.size()) detail::require_finite_param(name_ + ": set_param('" + std::string(n) + "')", v, *ops_);
+    if (!p->allocated) {
         allocate_param(static_cast<std::size_t>(p - params_.data()),
                        std::vector<std::size_t>(v.shape.begin(), v.shape.begin() + v.rank));
     }
@@ -467,7 +499,12 @@ std::vector<std::string> Node::ref_names() const {
 }
 
 void Node::throw_attr_type(std::string_view n, const char* expected) const {
-    throw Error(name_ + ": attribute '" + std::string(n) + "' must be " + expected, "tenon-E116");
+    const Attr& a = get_attr(n);
+    static constexpr const char* kinds[] = {"bool", "an integer", "a number", "a string"};
+    std::string found = kinds[a.index() < 4 ? a.index() : 3];
+    if (const auto* s = std::get_if<std::string>(&a)) found += " ('" + *s + "')";
+    throw Error(name_ + ": attribute '" + std::string(n) + "' must be " + expected + " but holds " + found,
+                "tenon-E116");
 }
 
 void Node::for_each_child(const std::function<void(const Node&)>& f) const {

@@ -25,11 +25,7 @@ double checked_sum_squares(const Ops& ops, const float* g, std::size_t n, std::s
     return s;
 }
 
-std::string number(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
+std::string number(double v) { return detail::number_str(v); }
 
 [[noreturn]] void bad_option(const char* name, double value, const char* rule) {
     throw Error(std::string("Optimizer: ") + name + " = " + number(value) + " is out of range: " + rule,
@@ -43,6 +39,12 @@ void validate(const OptimizerOptions& o) {
     if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) bad_option("beta1", o.beta1, "it must be in [0, 1)");
     if (!(o.beta2 >= 0.0 && o.beta2 < 1.0)) bad_option("beta2", o.beta2, "it must be in [0, 1)");
     if (!std::isfinite(o.eps) || !(o.eps > 0.0)) bad_option("eps", o.eps, "it must be finite and > 0");
+    // (The step computes in float: a value that is 0 or inf as a float is the same mistake.)
+    if (!(static_cast<float>(o.eps) > 0.0f) || !std::isfinite(static_cast<float>(o.eps)))
+        bad_option("eps", o.eps, "it must be a float > 0 (at least about 1.4e-45; Adam's default is 1e-8)");
+    if (!std::isfinite(static_cast<float>(o.learn_rate)))
+        bad_option("learn_rate", o.learn_rate, "it must be finite as a float (below about 3.4e38)");
+    if (!std::isfinite(static_cast<float>(o.L2))) bad_option("L2", o.L2, "it must be finite as a float (below about 3.4e38)");
     if (!(o.grad_clip >= 0.0)) bad_option("grad_clip", o.grad_clip, "it must be >= 0 (0: no clipping)");
     if (o.on_nonfinite != NonFinite::raise && o.on_nonfinite != NonFinite::skip)
         bad_option("on_nonfinite", static_cast<double>(o.on_nonfinite), "it must be NonFinite::raise or skip");
@@ -68,7 +70,9 @@ Optimizer& Optimizer::operator=(const Optimizer&) = default;
 Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
 void Optimizer::set_learn_rate(double lr) {
-    if (!std::isfinite(lr) || lr < 0.0) bad_option("learn_rate", lr, "it must be finite and >= 0");
+    OptimizerOptions o = opts_;
+    o.learn_rate = lr;
+    validate(o);
     opts_.learn_rate = lr;
 }
 
@@ -115,6 +119,10 @@ void Optimizer::step_schedules() {
 void Optimizer::update(std::uint64_t node_id, const std::string& name, Floats1dView w, Floats1dView g,
                        bool zero_grad) {
     const std::size_t n = w.size();
+    if (g.size() != n)
+        throw ShapeError("Optimizer::update: parameter " + name + ": the gradient has " + std::to_string(g.size()) +
+                             " values but the weights have " + std::to_string(n) + "; they must be the same size",
+                         "tenon-E108");
     if (n == 0) return;
     std::size_t bad = 0;
     const double ssq = checked_sum_squares(cpu_ops(), g.data(), n, bad);

@@ -26,6 +26,12 @@ void throw_model_gone() {
                 "tenon-E172");
 }
 
+void throw_plan_model_gone(const std::string& model_name) {
+    throw Error("plan of " + model_name + ": the model this plan was made from no longer exists where it was "
+                "(destroyed, or moved into another object): call lower(model) on the model as it is now",
+                "tenon-E172");
+}
+
 void refuse(const Node& layer, const char* why) {
     throw Error("lower(): " + layer.name() + ": " + why, "tenon-E170");
 }
@@ -92,7 +98,7 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
         if (s.softmax) {
             const double t = ParamAccess::attr<double>(l, s.itemp, "softmax_temperature");
             if (!(t > 0.0))
-                throw Error("softmax: the temperature must be > 0, found " + std::to_string(t), "tenon-E113");
+                throw Error("softmax: the temperature must be > 0, found " + detail::number_str(t), "tenon-E113");
             sp.t = static_cast<float>(t);
             sp.k = t != 1.0 ? static_cast<float>(1.0 / t) : 1.0f;
             sp.normalize = train || ParamAccess::attr<bool>(l, s.inorm, "softmax_normalize");
@@ -298,6 +304,7 @@ void seq_forward(const Stage& s, const Ctx& c) {
         case Prim::table: {
             const auto* ids = reinterpret_cast<const std::int32_t*>(c.act(s.in));
             auto* keys = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
+            const detail::SequenceRowsScope seqs(c.lengths, c.nseg, 0);  // (for the layer's errors)
             if (ops.memory() == Memory::host) {
                 s.table_keys(s.layer, ids, rows, c.in_cols, keys);
             } else {  // made by the layer's host code, then copied into the workspace

@@ -4,6 +4,7 @@
 #include "tenon/config/registry.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -475,9 +476,13 @@ long double Args::as_int(const Value& v, std::string_view name, long double lo, 
                                (hi > 9.2e18L ? std::string("2^63") : std::to_string(static_cast<long long>(hi))) + "]");
     return i;
 }
-double Args::as_number(const Value& v, std::string_view name) const {
+double Args::as_number(const Value& v, std::string_view name, double max) const {
     if (!v.is_number()) fail("tenon-E313", field(path_, name) + ": expected a number, found " + v.dump());
-    return v.as_number();
+    const double d = v.as_number();
+    if (std::isfinite(d) && std::fabs(d) > max)
+        fail("tenon-E314", field(path_, name) + ": " + v.dump() + " is out of range: this argument is a float (at most " +
+                               tenon::detail::number_str(max) + " in magnitude)");
+    return d;
 }
 std::string Args::as_string(const Value& v, std::string_view name) const {
     if (!v.is_string()) fail("tenon-E313", field(path_, name) + ": expected a string, found " + v.dump());
@@ -592,7 +597,19 @@ const Factory& Registry::get(std::string_view name, std::string_view where) cons
 }
 
 // ---- building ------------------------------------------------------------------------------
+// (Models nest at most this deep: each level is a few calls here, and 3000 levels of
+// residual.v1 overflowed the stack.)
+static constexpr int max_model_depth = 200;
+static thread_local int model_depth = 0;
+
 DynModel build(const Value& section, const std::string& path) {
+    struct Depth {
+        Depth() { ++model_depth; }
+        ~Depth() { --model_depth; }
+    } const depth;
+    if (model_depth > max_model_depth)
+        fail("tenon-E313", where(path) + ": models nested more than " + std::to_string(max_model_depth) +
+                               " levels deep (a model section inside a model section ...)");
     if (!section.is_section())
         fail("tenon-E313", where(path) + ": expected a model section (with @layers), found " + section.dump());
     const Section& s = section.as_section();
@@ -685,12 +702,30 @@ bool identifier(const std::string& s) {
     if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
     for (char c : s)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    // Not a keyword, not std or tenon (the generated header uses both), not reserved (__x, _X).
+    static const char* const taken[] = {
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+        "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+        "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+        "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+        "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+        "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+        "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+        "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+        "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "std",
+        "tenon"};
+    for (const char* k : taken)
+        if (s == k) return false;
+    if (s.find("__") != std::string::npos || (s[0] == '_' && s.size() > 1 && std::isupper(static_cast<unsigned char>(s[1]))))
+        return false;
     return true;
 }
 }  // namespace
 
 std::string codegen(const Config& config, std::string_view path, const std::string& ns, const std::string& source) {
-    if (!identifier(ns)) fail("tenon-E328", "codegen: the namespace '" + ns + "' is not a C++ identifier");
+    if (!identifier(ns)) fail("tenon-E328", "codegen: the namespace '" + ns +
+                                                "' is not a C++ identifier the header can use (a keyword, std, tenon, or a "
+                                                "reserved name are not)");
     const DynModel m = build(config, path);
     const auto forms = m.forms();
     const std::string at = where(std::string(path));

@@ -31,6 +31,13 @@ std::string call(const char* fn, std::initializer_list<std::string> args) {
 }
 }  // namespace
 
+void Schedule::throw_empty(const std::string& name) {
+    throw Error("schedule " + (name.empty() ? std::string("(no name)") : "'" + name + "'") +
+                    ": it has no function to give values (made with none, or moved from): make it with one of the "
+                    "schedule functions (constant, compounding, warmup_linear, ...) or a callable",
+                "tenon-E253");
+}
+
 Schedule constant(double rate) {
     return Schedule(call("constant", {num(rate)}), [rate] { return rate; });
 }

@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cereal/archives/portable_binary.hpp>
 #include <cstring>
 #include <deque>
@@ -794,6 +795,29 @@ ModelState capture(const Node& model) {
     return st;
 }
 
+std::size_t first_nonfinite(const float* values, std::size_t n) noexcept {
+    std::size_t i = 0;
+    while (i < n && std::isfinite(values[i])) ++i;
+    return i;
+}
+
+ModelState capture_to_save(const Node& model) {
+    ModelState st = capture(model);
+    for (const NodeState& s : st.nodes)
+        for (const ParamState& p : s.params) {
+            const std::size_t first = first_nonfinite(p.values.data(), p.values.size());
+            if (first == p.values.size()) continue;
+            const std::size_t count = static_cast<std::size_t>(
+                std::count_if(p.values.begin(), p.values.end(), [](float v) { return !std::isfinite(v); }));
+            throw Error(s.path + ": parameter " + p.name + " holds " + std::to_string(count) +
+                            " non-finite value" + (count == 1 ? "" : "s") + " (NaN or inf), the first at flat index " +
+                            std::to_string(first) + " (" + std::to_string(p.values[first]) +
+                            "): a model with such a weight only outputs NaN; nothing was written",
+                        "tenon-E119");
+        }
+    return st;
+}
+
 namespace {
 // The same tree: names and children, compared from the root down; a difference is reported
 // at the deepest node that differs (a chain's name repeats its layers').
@@ -907,6 +931,13 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
                     fail(path + ": parameter " + mp.name + ": expected " + std::to_string(total) + " values but the " +
                              src + " has " + std::to_string(fp.values.size()),
                          "tenon-E206");
+                if (const std::size_t first = first_nonfinite(fp.values.data(), fp.values.size());
+                    first != fp.values.size())
+                    fail(path + ": parameter " + mp.name + ": the " + src + " has a non-finite value (" +
+                             std::to_string(fp.values[first]) + ") at flat index " + std::to_string(first) +
+                             ": a model with such a weight only outputs NaN (it was saved from a model whose "
+                             "training diverged, or the file is damaged)",
+                         "tenon-E206");
                 q.shape = want;
                 if (values) {
                     q.value = A::new_array(node, total);
@@ -986,7 +1017,7 @@ void restore(Node& model, const ModelState& st, std::string_view source) {
 std::vector<std::uint8_t> to_bytes(const Node& model) {
     model.require_contents();
     Writer w;
-    write_state(w, file_state(capture(model)));
+    write_state(w, file_state(capture_to_save(model)));
     return envelope(Kind::model, w.take());
 }
 
@@ -1036,7 +1067,7 @@ void optimizer_from_bytes(Optimizer& optimizer, const Node& model, std::span<con
 std::vector<std::uint8_t> checkpoint_to_bytes(const Node& model, const Optimizer& optimizer) {
     model.require_contents();
     Writer w;
-    write_state(w, capture(model));
+    write_state(w, capture_to_save(model));
     write_optimizer(w, optimizer, model);
     const Rng::State r = global_rng().state();
     for (auto s : r.s) w.u64(s);

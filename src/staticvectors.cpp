@@ -2,6 +2,7 @@
 // compiled once.
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -37,7 +38,7 @@ void throw_vectors_unset(const Node& layer, const char* call) {
 }
 
 void throw_negative_vector_id(const Node& layer, std::int64_t id, std::size_t row) {
-    throw Error(layer.name() + ": id " + std::to_string(id) + " (row " + std::to_string(row) +
+    throw Error(layer.name() + ": id " + std::to_string(id) + " (" + detail::row_text(row) +
                     ") is negative; ids must be >= 0 (an id >= nV reads row 0)",
                 "tenon-E280");
 }
@@ -245,6 +246,8 @@ std::shared_ptr<const Floats2d> load_text(const std::string& path, std::ifstream
 }  // namespace
 
 std::shared_ptr<const Floats2d> load_vectors(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) bad_file(path, "it is a directory, not a file of vectors");
     std::ifstream in(path, std::ios::binary);
     if (!in) bad_file(path, "cannot open the file");
     const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;

@@ -362,12 +362,16 @@ bool is_leaf_kind(std::string_view k) {
 
 // The kind of a node named `name` whose children are named `kids`: "chain", "concatenate",
 // "add", "clone", "siamese", "bidirectional", a wrapper's kind, "transparent" (a node named as
-// its only child: tenon's with_debug, a chain of one layer), "dense_tail" (tenon's dense layer
+// its only child: tenon's with_debug, a chain of one layer; an AnyModel's "any(child)"), "dense_tail" (tenon's dense layer
 // with its LayerNorm/Dropout children), a layer's name, or "" (not recognised).
 std::string interpret(std::string_view name, const std::vector<std::string_view>& kids) {
     const std::size_t n = kids.size();
     if (n == 0) return std::string(name);
     if (n == 1 && name == kids[0]) return "transparent";
+    // An AnyModel (a config's model) holds its model under "any(name)": Thinc has no such node.
+    if (n == 1 && name.size() == kids[0].size() + 5 && name.starts_with("any(") && name.ends_with(")") &&
+        name.substr(4, kids[0].size()) == kids[0])
+        return "transparent";
     if (n >= 2 && name == join(kids, ">>")) return "chain";
     if (n >= 2 && name == join(kids, "|")) return "concatenate";
     if (name == "add") return "add";
@@ -1092,7 +1096,7 @@ std::vector<std::uint8_t> encode_thinc(const std::vector<const ThincNode*>& node
 // ---------------------------------------------------------------------------------------------
 class Exporter {
 public:
-    explicit Exporter(const Node& model) : tree_(model), state_(capture(model)), paths_(node_paths(model)) {
+    explicit Exporter(const Node& model) : tree_(model), state_(capture_to_save(model)), paths_(node_paths(model)) {
         swap_lstm_hc0(state_);  // tenon's HC0 order -> Thinc's
     }
 
@@ -1344,7 +1348,7 @@ void to_thinc_disk(const Node& model, const std::string& path) {
 std::vector<std::uint8_t> to_thinc_bytes(const Node& model, std::span<const std::uint8_t> like) {
     std::vector<ThincNode> nodes = parse_thinc(like);
     rebuild_tree(nodes);
-    ModelState own = capture(model);
+    ModelState own = capture_to_save(model);
     swap_lstm_hc0(own);  // tenon's HC0 order -> Thinc's
     Importer match(model, std::move(nodes));
     match.match_all();  // the template's tree, layer by layer, is the model's

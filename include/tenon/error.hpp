@@ -58,6 +58,9 @@ class Node;
 namespace detail {
 // Small helper so message building stays readable at the throw sites.
 std::string dim_str(std::size_t v);  // "dyn" or the number
+// A number as messages print it: the shortest text that reads back as the same double
+// ("1.0000001", "-1e-300", "nan"), where std::to_string's "%f" gives "1.000000", "-0.000000".
+std::string number_str(double v);
 [[noreturn]] void throw_width(std::string_view layer, std::string_view what, std::size_t expected,
                               std::size_t found, const char* id = "tenon-E101");
 // tenon-E190 for the first of n sequences (given by their lengths) that has no row, where a
@@ -69,5 +72,29 @@ void check_nonempty_sequences(std::string_view layer, const std::int32_t* length
 [[noreturn]] void throw_gradient_shape(const Node& layer, std::size_t rows, std::size_t cols, std::size_t found_rows,
                                        std::size_t found_cols);
 [[noreturn]] void throw_sample_rows(const Node& layer, std::size_t x_rows, std::size_t y_rows);
+
+// The sequences whose rows a layer's input holds back to back (`pad` rows before each non-empty
+// one and after the last, as flatten lays them out), set for the call of the layer by
+// with_array over a List or a Ragged and by a plan's table stage, so that an error about one
+// row of that input can say which sequence it is in (row_text).
+struct SequenceRows {
+    const std::int32_t* lengths = nullptr;
+    std::size_t n = 0, pad = 0;
+};
+inline thread_local SequenceRows sequence_rows{};
+class SequenceRowsScope {
+public:
+    SequenceRowsScope(const std::int32_t* lengths, std::size_t n, std::size_t pad) noexcept : saved_(sequence_rows) {
+        sequence_rows = {lengths, n, pad};
+    }
+    ~SequenceRowsScope() { sequence_rows = saved_; }
+    SequenceRowsScope(const SequenceRowsScope&) = delete;
+    SequenceRowsScope& operator=(const SequenceRowsScope&) = delete;
+
+private:
+    SequenceRows saved_;
+};
+// "row 2802", or "row 2802: sequence 700, row 2" when the rows are sequences' (src/error.cpp).
+std::string row_text(std::size_t row);
 }  // namespace detail
 }  // namespace tenon

@@ -675,6 +675,14 @@ TEST_CASE("errors: wrong shapes at run time name the combinator", "[combinators]
     [[maybe_unused]] auto& YP = r21_.first;
     [[maybe_unused]] auto& bP = r21_.second;
     CHECK(error_id([&] { bP(P); }) == "tenon-E163");  // width 3, not 6
+    // The expected gradient in the words of the found one (it was "layout [3, 2, 2, 6, 2, 1]").
+    CHECK_THROWS_WITH(bP(P), Contains("expected a gradient shaped like the output, Padded (2, 2, 6) lengths [2, 1], "
+                                      "but found Padded (2, 2, 3) lengths [2, 1]"));
+    auto cat = concatenate(Relu<2>(), Relu<3>());
+    const Floats2d Xc = random2d(4, 3, 5);
+    cat.initialize(Xc);
+    auto [Ycat, bcat] = cat.begin_update(Xc);
+    CHECK_THROWS_WITH(bcat(random2d(4, 4, 1)), Contains("expected a gradient shaped like the output, (4, 5), but found (4, 4)"));
     CauchySimilarity<3> cs;
     cs.initialize();
     CHECK(error_id([&] { cs.predict(std::pair<Floats2d, Floats2d>{random2d(4, 3, 1), random2d(3, 3, 2)}); }) ==

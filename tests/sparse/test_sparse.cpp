@@ -422,6 +422,7 @@ TEST_CASE("load_vectors: .npy and text tables; unreadable files are named", "[sp
         std::ofstream(path) << "1 x 3\n";
         CHECK(error_id([&] { load_vectors(path); }) == "tenon-E283");
         std::remove(path.c_str());
+        CHECK_THAT(error_message([&] { load_vectors(dir); }), Catch::Contains("tenon-E283") && Catch::Contains("a directory"));
     }
     {
         // A float32 .npy written by hand (format 1.0), and a float64 one.

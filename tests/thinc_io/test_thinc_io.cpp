@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include <tenon/io/state.hpp>
+#include <tenon/config/config.hpp>
+#include <tenon/config/registry.hpp>
 #include <tenon/io/thinc.hpp>
 #include <tenon/tenon.hpp>
 
@@ -606,4 +608,27 @@ TEST_CASE("tenon models go through Thinc's format and back unchanged", "[thinc_i
         Ints2d ids({4, 2}, {1, 2, 3, 4, 5, 6, 1, 2});
         round_trip(uniq, ids);
     }
+}
+
+TEST_CASE("a model held in an AnyModel (a config's model) takes and gives Thinc files as the model itself", "[thinc_io]") {
+    // AnyModel's node, "any(...)", has no Thinc counterpart: it is passed through, and the
+    // AnyModel is initialised by the load (before, E211 "expected any", or a load into
+    // model() that left it uninitialised, whose initialize() then drew new weights).
+    const Floats2d X = testing::random_array(4, 5, 7);
+    auto trained = Relu<8>({.dropout = 0.2}) >> Softmax<3>();
+    trained.initialize(X);
+    testing::randomize_params(trained, 3);
+    const auto bytes = to_thinc_bytes(trained);
+    AnyModel<Floats2d, Floats2d> any = Relu<8>({.dropout = 0.2}) >> Softmax<3>();
+    from_thinc_bytes(any, bytes);
+    REQUIRE(any.is_initialized());
+    CHECK(testing::same(any.predict(X), trained.predict(X)));
+    CHECK(first_difference(to_thinc_bytes(any), bytes) == "");
+    auto cfg = config::Config::from_str(
+        "[model]\n@layers = \"chain.v1\"\n[model.*.a]\n@layers = \"Relu.v1\"\nnO = 8\ndropout = 0.2\n"
+        "[model.*.b]\n@layers = \"Softmax.v1\"\nnO = 3\n");
+    auto built = config::build_model<Floats2d, Floats2d>(cfg);
+    from_thinc_bytes(built, bytes);
+    REQUIRE(built.is_initialized());
+    CHECK(testing::same(built.predict(X), trained.predict(X)));
 }

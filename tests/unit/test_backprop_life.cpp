@@ -130,3 +130,46 @@ TEST_CASE("backprop life: what does not change the model leaves its backprop wor
     r.initialize();
     CHECK(error_id([&] { bpc(Yc); }) == "no error");
 }
+
+TEST_CASE("plan life: a held plan refuses once its model is destroyed or moved, not after a re-initialise",
+          "[backprop_life]") {
+    const Floats2d X = input(4, 5);
+    using M = decltype(Relu<8>() >> Softmax<3>());
+    SECTION("destroyed") {
+        auto m = std::make_unique<M>(Relu<8>() >> Softmax<3>());
+        m->initialize(X);
+        auto plan = lower(*m);
+        const auto copy = plan;  // a copy of the plan watches the same model
+        CHECK(error_id([&] { (void)plan.predict(X); }) == "no error");
+        m.reset();
+        CHECK_THAT(error_message([&] { (void)plan.predict(X); }),
+                   Contains("tenon-E172") && Contains("no longer exists where it was"));
+        CHECK(error_id([&] { (void)copy.predict(X); }) == "tenon-E172");
+        CHECK(error_id([&] { (void)plan.begin_update(X); }) == "tenon-E172");
+        CHECK_FALSE(plan.is_current());
+    }
+    SECTION("moved into another object") {
+        auto m = Relu<8>() >> Softmax<3>();
+        m.initialize(X);
+        auto plan = lower(m);
+        M owner(std::move(m));
+        CHECK(error_id([&] { (void)plan.predict(X); }) == "tenon-E172");
+        auto again = lower(owner);  // the plan of the model where it is now works
+        CHECK(error_id([&] { (void)again.predict(X); }) == "no error");
+    }
+    SECTION("re-initialised with the same widths, or assigned another model: the plan compares the layout") {
+        auto m = Relu<8>() >> Softmax<3>();
+        m.initialize(X);
+        auto plan = lower(m);
+        m.initialize(X);
+        CHECK(error_id([&] { (void)plan.predict(X); }) == "no error");
+        auto other = Relu<8>() >> Softmax<3>();
+        other.initialize(X);
+        m = other;  // the same place, the same layout
+        CHECK(error_id([&] { (void)plan.predict(X); }) == "no error");
+        auto wider = Relu<8>() >> Softmax<3>();
+        wider.initialize(input(4, 7));
+        m = wider;  // the same place, another layout
+        CHECK(error_id([&] { (void)plan.predict(X); }) == "tenon-E172");  // (the layout check's E172)
+    }
+}

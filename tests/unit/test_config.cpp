@@ -226,6 +226,46 @@ TEST_CASE("config: every error of the reader has its id and names the place", "[
     CHECK_THAT(error_message([] { Config::from_str(mlp_cfg).at("model.*.hiden.nO"); }),
                Contains("tenon-E309") && Contains("model.*"));
     CHECK(error_id([] { Config::from_str(mlp_cfg).at("nope"); }) == "tenon-E309");
+    // An option followed by another option has no value (it took "--c.width" as its value).
+    CHECK_THAT(error_message([] {
+                   const char* argv[] = {"prog", "--a.name", "--c.width", "5"};
+                   overrides_from_args(4, argv);
+               }),
+               Contains("tenon-E306") && Contains("--a.name=VALUE"));
+    // Nesting past any real config is an error, not a stack overflow.
+    CHECK(error_id([] {
+              Config::from_str("[a]\nx = " + std::string(30000, '[') + std::string(30000, ']') + "\n");
+          }) == "tenon-E301");
+    std::string deep_name = "a";
+    for (int i = 0; i < 300; ++i) deep_name += ".b";
+    CHECK(error_id([&] { Config::from_str("[" + deep_name + "]\nx = 1\n"); }) == "tenon-E300");
+}
+
+TEST_CASE("config: models nested deeper than any real one are refused, not a stack overflow", "[config][errors]") {
+    std::string text, path = "model";
+    for (int i = 0; i < 250; ++i) {
+        text += "[" + path + "]\n@layers = \"residual.v1\"\n";
+        path += ".layer";
+    }
+    text += "[" + path + "]\n@layers = \"Relu.v1\"\nnO = 4\n";
+    CHECK_THAT(error_message([&] { (void)build(Config::from_str(text), "model"); }),
+               Contains("tenon-E313") && Contains("nested more than 200 levels"));
+}
+
+TEST_CASE("config: a float argument beyond a float's range, and codegen's namespace", "[config][errors]") {
+    if (!layers().has("test.FloatArg.v1"))
+        layers().add("test.FloatArg.v1", [](Args& a) {
+            const float t = a.get<float>("temperature");
+            return Softmax<>({.nO = 3, .temperature = t});
+        });
+    CHECK_THAT(error_message([] {
+                   (void)build(Config::from_str("[model]\n@layers = \"test.FloatArg.v1\"\ntemperature = 1e300\n"));
+               }),
+               Contains("tenon-E314") && Contains("[model] temperature: 1e+300 is out of range"));
+    CHECK_NOTHROW(build(Config::from_str("[model]\n@layers = \"test.FloatArg.v1\"\ntemperature = 2.5\n")));
+    const auto ok = Config::from_str(mlp_cfg);
+    for (const char* ns : {"class", "std", "tenon", "__x"})
+        CHECK(error_id([&] { (void)codegen(ok, "model", ns); }) == "tenon-E328");
 }
 
 // ---- building models ----------------------------------------------------------------------

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "tenon/lower/lower.hpp"
@@ -28,6 +30,7 @@ using testing::random_array;
 
 // The id of the tenon::Error f throws, or a note that it threw none / something else.
 using tenon::test::error_id;
+using tenon::test::error_message;
 
 using PredictFn = std::function<Floats2d(Floats2dCView)>;
 using BackpropFn = std::function<Floats2d(Floats2dCView)>;
@@ -343,6 +346,18 @@ TEST_CASE("errors: IDX files with a bad header", "[errors][data]") {
     const std::string truncated = tmp.write("truncated", {0, 0, 8, 1, 0, 0, 0, 5, 1, 2});
     CHECK_THROWS_WITH(read_idx_labels(truncated), Contains("expected 5 bytes") && Contains("found 2"));
     CHECK(error_id([&] { read_idx_images(tmp.path.string() + "/missing"); }) == "tenon-E140");
+    // A directory is named as one (it used to be "read error (corrupt gzip data?)").
+    CHECK_THAT(error_message([&] { read_idx_images(tmp.path.string()); }),
+               Contains("tenon-E140") && Contains("it is a directory"));
+}
+
+TEST_CASE("errors: an attribute of the wrong type says what it holds (E116)", "[errors]") {
+    auto m = Relu<8>({.dropout = 0.2}) >> Softmax<3>();
+    m.initialize(Floats2d({4, 5}));
+    for (Node* n : m.walk())
+        if (n->has_attr("dropout_rate")) n->set_attr("dropout_rate", std::string("0.2"));
+    CHECK_THAT(error_message([&] { (void)m.begin_update(Floats2d({4, 5})); }),
+               Contains("tenon-E116") && Contains("attribute 'dropout_rate' must be a number but holds a string ('0.2')"));
 }
 
 TEST_CASE("errors: a chain whose widths are dyn in the types fails at initialize with E101 (E001 is the compile-time id)", "[errors]") {
@@ -416,6 +431,61 @@ TEST_CASE("errors: a zero width is refused (E260)", "[errors]") {
     CHECK(error_id([&] { (void)m.begin_update(Floats2d({0, 0})); }) == "tenon-E260");
     // An empty batch (0 rows) of the right width is still fine.
     CHECK(m.predict(Floats2d({0, 5})).shape(0) == 0u);
+}
+
+// predict on a batch of no sequences answers an empty output of the model's width, without
+// running the layers (list2ragged of no arrays would give 0 columns, and Softmax E260).
+TEST_CASE("errors: predict on an empty batch of sequences gives an empty output", "[errors]") {
+    for (const bool plans : {true, false}) {
+        set_use_plans(plans);
+        auto tc = with_array<List<Ints2d>>(HashEmbed<16>(1000, 1u)) >> list2ragged() >> reduce_mean() >> Softmax<3>();
+        tc.initialize(List<Ints2d>{Ints2d({3, 1}, {1, 2, 3})});
+        const Floats2d P = tc.predict(List<Ints2d>{});
+        CHECK(P.shape() == Floats2d::shape_type{0, 3});
+        CHECK(tc.predict(List<Ints2d>{Ints2d({0, 1})}).shape() == Floats2d::shape_type{1, 3});  // one doc, no words
+
+        auto seq = with_array<List<Floats2d>>(Relu<6>()) >> list2ragged() >> with_array<Ragged>(Softmax<3>());
+        seq.initialize(List<Floats2d>{Floats2d({2, 4})});
+        const Ragged R = seq.predict(List<Floats2d>{});
+        CHECK(R.size() == 0u);
+        CHECK(R.data().shape() == Floats2d::shape_type{0, 3});
+
+        auto tagger = with_array<List<Floats2d>>(Relu<6>() >> Softmax<5>());
+        tagger.initialize(List<Floats2d>{Floats2d({2, 4})});
+        CHECK(tagger.predict(List<Floats2d>{}).empty());
+
+        auto padded = with_array<Padded>(Relu<6>());
+        padded.initialize(to_padded(List<Floats2d>{Floats2d({2, 4})}));
+        const Padded Z = padded.predict(to_padded(List<Floats2d>{}));
+        CHECK(Z.size() == 0u);
+        CHECK(Z.data().shape(2) == 6u);
+    }
+    set_use_plans(true);
+}
+
+// An id out of range in one document of a batch names the document and its row, not only the
+// row of the batch's rows back to back (which the user never saw).
+TEST_CASE("errors: an embedding's bad id names its sequence and row", "[errors]") {
+    for (const bool plans : {true, false}) {
+        set_use_plans(plans);
+        auto tc = with_array<List<Ints2d>>(Embed<16>(50)) >> list2ragged() >> reduce_mean() >> Softmax<3>();
+        List<Ints2d> docs;
+        for (int d = 0; d < 1000; ++d) docs.push_back(Ints2d({4, 1}, {1, 2, 3, 4}));
+        tc.initialize(docs);
+        docs[700] = Ints2d({4, 1}, {1, 2, 77, 4});
+        CHECK_THAT(error_message([&] { (void)tc.predict(docs); }),
+                   Contains("tenon-E193") && Contains("id 77 (row 2802: sequence 700, row 2) is out of range"));
+        CHECK_THAT(error_message([&] { (void)tc.begin_update(docs); }), Contains("(row 2802: sequence 700, row 2)"));
+        // Over a Ragged, and with empty documents before it; a lone Embed keeps the plain row.
+        auto rg = with_array<BasicRagged<Ints2d>>(Embed<4>(50));
+        rg.initialize(BasicRagged<Ints2d>(Ints2d({2, 1}, {1, 2}), {2}));
+        CHECK_THAT(error_message([&] { (void)rg.predict(BasicRagged<Ints2d>(Ints2d({3, 1}, {1, 2, -5}), {0, 2, 0, 1})); }),
+                   Contains("id -5 (row 2: sequence 3, row 0) is negative"));
+        Embed<4> lone(50);
+        lone.initialize(Ints2d({2, 1}, {1, 2}));
+        CHECK_THAT(error_message([&] { (void)lone.predict(Ints2d({2, 1}, {1, 60})); }), Contains("id 60 (row 1) is out"));
+    }
+    set_use_plans(true);
 }
 
 // Run-time width errors have run-time ids: none reuses the compile-time id E001.
@@ -503,4 +573,106 @@ TEST_CASE("errors: predict, to_bytes and const get_grad from many threads at onc
         });
     for (auto& t : ts) t.join();
     CHECK(bad == 0);
+}
+
+// Misuse found by probing (round 2): each is a clear tenon::Error, or works, where it crashed,
+// hung, read past an array or gave a silent wrong result.
+namespace {
+List<Ints2d> make_docs(std::size_t n) {
+    List<Ints2d> d;
+    for (std::size_t i = 0; i < n; ++i) d.push_back(Ints2d({i + 1, 1}));
+    return d;
+}
+}  // namespace
+
+TEST_CASE("errors: batchers keep the temporaries they are given, and take any batch size", "[errors][batching]") {
+    Floats2d X({10, 3});
+    for (std::size_t i = 0; i < X.size(); ++i) X[i] = float(i);
+    Ints1d y({10});
+    for (std::size_t i = 0; i < 10; ++i) y[i] = static_cast<std::int32_t>(i % 3);
+    // (Before, the temporaries were freed before the loop read them.)
+    std::size_t rows = 0;
+    float sum = 0.0f;
+    for (auto [Xb, Yb] : multibatch(4, Floats2d(X), to_categorical(y, 3))) {
+        rows += Xb.shape(0);
+        for (std::size_t i = 0; i < Xb.size(); ++i) sum += Xb[i];
+        CHECK(Yb.shape() == Floats2d::shape_type{Xb.shape(0), 3});
+    }
+    CHECK(rows == 10u);
+    CHECK(sum == 435.0f);
+    std::size_t docs = 0;
+    for (const auto& b : minibatch(2, make_docs(7), shuffle)) docs += b.size();
+    for (const auto& b : minibatch_by_words(make_docs(7), 5)) docs += b.size();
+    CHECK(docs == 14u);
+    // A size beyond any count is one batch (Thinc: int(1e20)); it used to hang.
+    const List<Ints2d> kept = make_docs(5);
+    std::size_t batches = 0;
+    for (const auto& b : minibatch(constant(1e20), kept)) batches += b.size() == 5 ? 1 : 100;
+    CHECK(batches == 1u);
+    // Rows of no values: no copy from a null pointer.
+    for (const auto& b : minibatch(4, Floats2d({10, 0}))) CHECK(b.shape(1) == 0u);
+}
+
+TEST_CASE("errors: optimizer and schedule misuse", "[errors][optimizer]") {
+    CHECK_THAT(error_message([] { Optimizer o({.eps = 1e-50}); }), Contains("tenon-E251") && Contains("eps = 1e-50"));
+    CHECK_THAT(error_message([] { Optimizer o = Adam(1e300); }), Contains("tenon-E251") && Contains("learn_rate"));
+    CHECK_THAT(error_message([] {
+                   Optimizer o = SGD(0.1, 0.0, 0.0);
+                   Floats1d w({5});
+                   std::vector<float> buf{1, 1, 1, 7, 7, 7};
+                   o.update(1, "W", w, Floats1dView(buf.data(), {3}));
+               }),
+               Contains("tenon-E108") && Contains("the gradient has 3 values but the weights have 5"));
+    CHECK_THAT(error_message([] {
+                   Optimizer o = Adam(0.001);
+                   o.schedule("learn_rate", Schedule("mine", nullptr));
+               }),
+               Contains("tenon-E253") && Contains("'mine'"));
+    // Messages print the number given, not "%f" (it read "found 1.000000").
+    CHECK_THAT(error_message([] { Dropout d(1.0000001); }), Contains("found 1.0000001"));
+    CHECK_THAT(error_message([] { auto s = Softmax<3>({.temperature = -1e-300}); }), Contains("found -1e-300"));
+}
+
+TEST_CASE("errors: use_params refuses NaN, and a guard outliving its model leaves it alone", "[errors][optimizer]") {
+    using M = decltype(Relu<4>() >> Softmax<2>());
+    const Floats2d X = testing::random_array(3, 5, 1);
+    std::optional<M> model(Relu<4>() >> Softmax<2>());
+    model->initialize(X);
+    Optimizer opt = Adam({.learn_rate = 0.01, .use_averages = true});
+    auto [Y, bp] = model->begin_update(X);
+    bp(Y);
+    model->finish_update(opt);
+    Node& relu = model->layer<0>();
+    Floats2d W({4, 5});
+    for (auto& v : W) v = std::numeric_limits<float>::quiet_NaN();
+    ParamValues nan_values;
+    nan_values.emplace(ParamKey{relu.id(), "W"}, param_view(W));
+    CHECK_THAT(error_message([&] { UseParams guard(*model, nan_values); }), Contains("tenon-E119") && Contains("use_params"));
+    {
+        UseAverages averages(*model, opt);
+        model.reset();  // the model goes first: the guard's end must not write into it
+    }
+    CHECK_FALSE(model.has_value());
+}
+
+TEST_CASE("errors: layers refuse widths that would wrap; inputs of pairs and sparse features are checked", "[errors]") {
+    CHECK(error_id([] { (void)expand_window(std::size_t(1) << 62); }) == "tenon-E195");
+    CHECK(error_id([] {
+              const std::size_t big = std::size_t(1) << 63;
+              MultiSoftmax<> m({big, big, 3});
+          }) == "tenon-E197");
+    MultiSoftmax<> ms({2, 3});
+    CHECK(error_id([&] { ms.set_dim("nO", 6, true); }) == "tenon-E101");
+    CauchySimilarity<3> cs;
+    cs.initialize();
+    Floats2d a({2, 3}), b({2, 3});
+    b(1, 2) = std::numeric_limits<float>::quiet_NaN();
+    CHECK(error_id([&] { (void)cs.predict(std::pair<Floats2d, Floats2d>{a, b}); }) == "tenon-E252");
+}
+
+TEST_CASE("errors: a message quoting a huge value keeps its start and end", "[errors]") {
+    const std::string big = "[" + std::string(100000, 'x') + "]";
+    const std::string m = Error("value " + big + " is bad", "tenon-E999").what();
+    CHECK(m.size() < 4200);
+    CHECK_THAT(m, Contains("[tenon-E999] value [xxx") && Contains("characters cut") && Contains("xxx] is bad"));
 }

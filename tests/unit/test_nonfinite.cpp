@@ -299,3 +299,48 @@ TEST_CASE("nonfinite: the loss says a non-finite guess is a model gone wrong, no
     CHECK_THROWS_WITH(CategoricalCrossentropy().get_grad(G, T),
                       Catch::Matchers::Contains("at [1, 2]") && Catch::Matchers::Contains("put a Softmax"));
 }
+
+TEST_CASE("nonfinite: set_param refuses NaN and inf values and changes nothing (tenon-E119)", "[nonfinite]") {
+    auto model = make_model();
+    auto& relu = model.layer<0>();
+    const std::vector<float> before(relu.get_param("W").begin(), relu.get_param("W").end());
+    Floats2d W({8, 4});
+    W[7] = kNaN;
+    W[9] = -kInf;
+    std::string id;
+    CHECK_THAT(error_of([&] { relu.set_param("W", param_view(W)); }, &id),
+               Contains("relu: set_param('W'): the values hold 2 non-finite values (NaN or inf), the first at flat "
+                        "index 7"));
+    CHECK(id == "tenon-E119");
+    const std::vector<float> after(relu.get_param("W").begin(), relu.get_param("W").end());
+    CHECK(same_bits(before, after));
+    W[7] = 0.5f;
+    W[9] = -0.5f;
+    CHECK_NOTHROW(relu.set_param("W", param_view(W)));  // finite values are set
+    CHECK(relu.get_param("W").flat()[7] == 0.5f);
+}
+
+TEST_CASE("nonfinite: a Relu passes a NaN on, as Thinc's does, on the plan and on the layers' path", "[nonfinite]") {
+    // Thinc's relu zeroes X where X <= 0: a NaN stays NaN (it used to come out as 0 here: a
+    // plausible row made from no data). -inf is 0, +inf stays.
+    auto model = Relu<3, 1>();
+    model.initialize();
+    model.set_param("W", param_view(Floats2d({3, 1}, {1, 2, -1})));
+    model.set_param("b", param_view(Floats1d({3}, {0, 0, 0})));
+    const Floats2d X({4, 1}, {kNaN, -kInf, kInf, 2.0f});
+    set_check_finite_inputs(false);
+    for (const bool plans : {true, false}) {
+        set_use_plans(plans);
+        const Floats2d Y = model.predict(X);
+        for (std::size_t j = 0; j < 3; ++j) CHECK(std::isnan(Y(0, j)));
+        CHECK(Y(1, 0) == 0.0f);
+        CHECK(Y(1, 1) == 0.0f);
+        CHECK(Y(1, 2) == kInf);
+        CHECK(Y(2, 0) == kInf);
+        CHECK(Y(2, 2) == 0.0f);
+        CHECK(Y(3, 1) == 4.0f);
+        CHECK(Y(3, 2) == 0.0f);
+    }
+    set_use_plans(true);
+    set_check_finite_inputs(true);
+}

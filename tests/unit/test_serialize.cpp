@@ -741,3 +741,39 @@ TEST_CASE("serialize: a model moved from writes no file and loads none (tenon-E1
     CHECK(!std::filesystem::exists("unused.tenon"));
     CHECK_THAT(id_of([&] { any.from_bytes(any2.to_bytes()); }), Catch::Contains("tenon-E118"));
 }
+
+TEST_CASE("serialize: a parameter holding NaN or inf is neither saved nor loaded", "[serialize][nonfinite]") {
+    const Floats2d X = random_array(4, 5, 33);
+    auto model = Relu<8>() >> Softmax<3>();
+    model.initialize(X);
+    // A distinctive value in W, found again in the file's bytes and made NaN there (with the
+    // checksum made right again): what a damaged file, or one of a diverged model, holds.
+    model.layer<1>().get_param("W").flat()[5] = 1234.5f;
+    const Bytes good = model.to_bytes();
+    const float marker = 1234.5f, nan = std::numeric_limits<float>::quiet_NaN();
+    Bytes bad = good;
+    std::size_t found = 0;
+    for (std::size_t i = 32; i + 4 <= bad.size(); ++i)
+        if (std::memcmp(bad.data() + i, &marker, 4) == 0) {
+            std::memcpy(bad.data() + i, &nan, 4);
+            ++found;
+        }
+    REQUIRE(found == 1);
+    auto fresh = Relu<8>() >> Softmax<3>();
+    check_refused(fresh, fix_crc(bad), "tenon-E206", "chain>1>softmax: parameter W: the file has a non-finite value (nan) at flat index 5");
+    CHECK_THAT(fresh.can_from_bytes(fix_crc(bad)), Catch::Contains("tenon-E206"));
+    fresh.from_bytes(good);  // the same file with the finite value loads
+
+    // Saving refuses a model whose weight was made NaN through get_param (set_param refuses it).
+    model.layer<0>().get_param("b").flat()[2] = std::numeric_limits<float>::infinity();
+    try {
+        (void)model.to_bytes();
+        FAIL("saved a model holding inf");
+    } catch (const Error& e) {
+        CHECK(e.id() == "tenon-E119");
+        CHECK_THAT(e.what(), Catch::Contains("chain>0>relu: parameter b holds 1 non-finite value (NaN or inf), the "
+                                             "first at flat index 2"));
+    }
+    Optimizer opt = Adam(0.001);
+    CHECK_THROWS_WITH(checkpoint_to_bytes(model, opt), Catch::Contains("tenon-E119"));
+}

@@ -37,11 +37,12 @@ struct Identity {
     TENON_HD float grad(float dy, float, float) const { return dy; }
 };
 
-// Thinc: dY * (Y > 0).
+// Thinc: 0 where z <= 0, else z (a NaN stays NaN: a NaN input must not come out as a plausible 0);
+// the gradient dY * (Y > 0).
 struct Relu {
     static constexpr Activation kind = Activation::relu;
     static constexpr bool grad_reads_y = true, grad_reads_z = false;
-    TENON_HD float operator()(float z) const { return z > 0.0f ? z : 0.0f; }
+    TENON_HD float operator()(float z) const { return z <= 0.0f ? 0.0f : z; }
     TENON_HD float grad(float dy, float y, float) const { return y > 0.0f ? dy : 0.0f; }
 };
 

@@ -126,7 +126,8 @@ public:
         In operator()(OutView dY) const {
             if (model && detail::layout_of(dY) != layout)
                 throw ShapeError("add: backprop: expected a gradient shaped like the output, " +
-                                     detail::layout_vec_str(layout) + ", but found " + detail::layout_str(dY),
+                                     detail::layout_vec_str(layout, detail::layout_kind_of<std::remove_cvref_t<decltype(dY)>>()) +
+                                     ", but found " + detail::layout_str(dY),
                                  "tenon-E160");
             In dX = std::get<0>(bps)(dY);
             [&]<std::size_t... I>(std::index_sequence<I...>) {

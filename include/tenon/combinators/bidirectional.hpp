@@ -101,7 +101,8 @@ public:
         Padded operator()(const Padded& dZ) const {
             if (model && detail::layout_of(dZ) != layout)
                 throw ShapeError(model->name() + ": backprop: expected a gradient shaped like the output, " +
-                                     detail::layout_vec_str(layout) + ", but found " + detail::layout_str(dZ),
+                                     detail::layout_vec_str(layout, detail::layout_kind_of<std::remove_cvref_t<decltype(dZ)>>()) +
+                                     ", but found " + detail::layout_str(dZ),
                                  "tenon-E163");
             Padded dX = bl(detail::slice_value<Padded>(dZ, 0, wl));
             const Padded dXr = br(detail::reverse_in_lengths(detail::slice_value<Padded>(dZ, wl, wr)));

@@ -110,7 +110,8 @@ public:
         In operator()(OutView dY) const {
             if (model && detail::layout_of(dY) != layout)
                 throw ShapeError(model->name() + ": backprop: expected a gradient shaped like the output, " +
-                                     detail::layout_vec_str(layout) + ", but found " + detail::layout_str(dY),
+                                     detail::layout_vec_str(layout, detail::layout_kind_of<std::remove_cvref_t<decltype(dY)>>()) +
+                                     ", but found " + detail::layout_str(dY),
                                  "tenon-E161");
             std::array<std::size_t, N> start{};
             for (std::size_t i = 1; i < N; ++i) start[i] = start[i - 1] + widths[i - 1];

@@ -85,7 +85,8 @@ public:
         In operator()(OutView dY) const {
             if (model && detail::layout_of(dY) != layout)
                 throw ShapeError(model->name() + ": backprop: expected a gradient shaped like the output, " +
-                                     detail::layout_vec_str(layout) + ", but found " + detail::layout_str(dY),
+                                     detail::layout_vec_str(layout, detail::layout_kind_of<std::remove_cvref_t<decltype(dY)>>()) +
+                                     ", but found " + detail::layout_str(dY),
                                  "tenon-E162");
             In dX = bp(dY);
             if (model) detail::add_into(dX, In(dY), model->name(), "tenon-E162", ": backprop");

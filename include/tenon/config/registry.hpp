@@ -165,7 +165,7 @@ private:
             return static_cast<T>(as_int(v, name, static_cast<long double>(std::numeric_limits<T>::min()),
                                          static_cast<long double>(std::numeric_limits<T>::max())));
         } else if constexpr (std::is_floating_point_v<T>) {
-            return static_cast<T>(as_number(v, name));
+            return static_cast<T>(as_number(v, name, static_cast<double>(std::numeric_limits<T>::max())));
         } else if constexpr (std::is_same_v<T, std::string>) {
             return as_string(v, name);
         } else if constexpr (detail::is_optional<T>) {
@@ -186,7 +186,8 @@ private:
     }
     bool as_bool(const Value& v, std::string_view name) const;
     long double as_int(const Value& v, std::string_view name, long double lo, long double hi) const;
-    double as_number(const Value& v, std::string_view name) const;
+    // A number (tenon-E313), finite ones within +-max (tenon-E314: 1e300 as a float).
+    double as_number(const Value& v, std::string_view name, double max = std::numeric_limits<double>::max()) const;
     std::string as_string(const Value& v, std::string_view name) const;
     const ValueList& as_list(const Value& v, std::string_view name) const;
     DynModel model(const Value& v, std::string_view name) const;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -40,6 +41,7 @@ void gather_rows(const Array<T, E...>& src, const std::size_t* rows, std::size_t
     const std::size_t stride = shape[0] ? src.size() / shape[0] : 0;
     shape[0] = n;
     out = Array<T, E...>(shape, uninitialized);
+    if (stride == 0) return;  // rows of no values (and no data pointer to copy from)
     for (std::size_t i = 0; i < n; ++i) std::memcpy(out.data() + i * stride, src.data() + rows[i] * stride, stride * sizeof(T));
 }
 }  // namespace detail
@@ -47,22 +49,48 @@ void gather_rows(const Array<T, E...>& src, const std::size_t* rows, std::size_t
 template <class... Arrays>
 class Batches {
 public:
-    Batches(std::size_t size, bool shuffled, const Arrays&... arrays) : size_(size), arrays_(&arrays...) {
+    // Each array is read where it is (it must outlive the loop), or, given as a temporary
+    // (multibatch(32, X, to_categorical(y, 10))), moved into the batches, which keep it.
+    template <class... Given>
+        requires(sizeof...(Given) == sizeof...(Arrays))
+    Batches(std::size_t size, bool shuffled, Given&&... given) : size_(size) {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (keep<I>(std::forward<Given>(given)), ...);
+        }(std::index_sequence_for<Arrays...>{});
         if (size == 0) throw Error("minibatch/multibatch: the batch size must be >= 1", "tenon-E135");
+        check_rows(std::index_sequence_for<Arrays...>{});
+        order_.resize(std::get<0>(arrays_)->shape(0));
+        std::iota(order_.begin(), order_.end(), std::size_t{0});
+        if (shuffled)
+            for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[global_rng().below(i)]);
+    }
+
+private:
+    template <std::size_t I, class G>
+    void keep(G&& g) {
+        using A = std::tuple_element_t<I, std::tuple<Arrays...>>;
+        if constexpr (std::is_lvalue_reference_v<G>) {
+            std::get<I>(arrays_) = &g;
+        } else {
+            auto owned = std::make_shared<const A>(std::move(g));
+            std::get<I>(arrays_) = owned.get();
+            owned_.push_back(std::move(owned));
+        }
+    }
+    template <std::size_t... I>
+    void check_rows(std::index_sequence<I...>) const {
         const std::size_t n = std::get<0>(arrays_)->shape(0);
         std::size_t k = 0;
-        ((arrays.shape(0) != n
-              ? throw ShapeError("multibatch: array " + std::to_string(k) + " has " + std::to_string(arrays.shape(0)) +
-                                     " rows but array 0 has " + std::to_string(n),
+        ((std::get<I>(arrays_)->shape(0) != n
+              ? throw ShapeError("multibatch: array " + std::to_string(k) + " has " +
+                                     std::to_string(std::get<I>(arrays_)->shape(0)) + " rows but array 0 has " +
+                                     std::to_string(n),
                                  "tenon-E136")
               : void(++k)),
          ...);
-        order_.resize(n);
-        std::iota(order_.begin(), order_.end(), std::size_t{0});
-        if (shuffled)
-            for (std::size_t i = n; i > 1; --i) std::swap(order_[i - 1], order_[global_rng().below(i)]);
     }
 
+public:
     std::size_t size() const noexcept { return (order_.size() + size_ - 1) / size_; }
 
     using value_type = std::conditional_t<sizeof...(Arrays) == 1, std::tuple_element_t<0, std::tuple<Arrays...>>,
@@ -104,6 +132,7 @@ public:
 private:
     std::size_t size_;
     std::tuple<const Arrays*...> arrays_;
+    std::vector<std::shared_ptr<const void>> owned_;  // the arrays given as temporaries
     std::vector<std::size_t> order_;
 };
 
@@ -175,28 +204,38 @@ struct batch_args {
 
 }  // namespace detail
 
+// (An array given as a temporary is kept by the batches: Batches' constructor.)
 template <class T, extent_t... E>
 Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X) {
-    return {size, false, X};
+    return Batches<Array<T, E...>>(size, false, X);
+}
+template <class T, extent_t... E>
+Batches<Array<T, E...>> minibatch(std::size_t size, Array<T, E...>&& X) {
+    return Batches<Array<T, E...>>(size, false, std::move(X));
 }
 template <class T, extent_t... E>
 Batches<Array<T, E...>> minibatch(std::size_t size, const Array<T, E...>& X, Shuffle) {
-    return {size, true, X};
+    return Batches<Array<T, E...>>(size, true, X);
+}
+template <class T, extent_t... E>
+Batches<Array<T, E...>> minibatch(std::size_t size, Array<T, E...>&& X, Shuffle) {
+    return Batches<Array<T, E...>>(size, true, std::move(X));
 }
 
-template <class... Arrays>
-    requires(sizeof...(Arrays) >= 1 && (detail::is_array_v<Arrays> && ...))
-Batches<Arrays...> multibatch(std::size_t size, const Arrays&... arrays) {
-    return {size, false, arrays...};
+template <class... Xs>
+    requires(sizeof...(Xs) >= 1 && (detail::is_array_v<std::remove_cvref_t<Xs>> && ...))
+Batches<std::remove_cvref_t<Xs>...> multibatch(std::size_t size, Xs&&... arrays) {
+    return Batches<std::remove_cvref_t<Xs>...>(size, false, std::forward<Xs>(arrays)...);
 }
 // multibatch(size, arrays..., shuffle)
 template <class... Args>
-    requires(sizeof...(Args) >= 2 && detail::batch_args<std::size_t, Args...>::shuffled &&
-             detail::batch_args<std::size_t, Args...>::bad == detail::batch_ok)
-auto multibatch(std::size_t size, const Args&... args) {
+    requires(sizeof...(Args) >= 2 && detail::batch_args<std::size_t, std::remove_cvref_t<Args>...>::shuffled &&
+             detail::batch_args<std::size_t, std::remove_cvref_t<Args>...>::bad == detail::batch_ok)
+auto multibatch(std::size_t size, Args&&... args) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        const auto refs = std::forward_as_tuple(args...);
-        return Batches<std::tuple_element_t<I, std::tuple<Args...>>...>(size, true, std::get<I>(refs)...);
+        auto refs = std::forward_as_tuple(std::forward<Args>(args)...);
+        return Batches<std::remove_cvref_t<std::tuple_element_t<I, std::tuple<Args...>>>...>(
+            size, true, std::get<I>(std::move(refs))...);
     }(std::make_index_sequence<sizeof...(Args) - 1>{});
 }
 
@@ -273,6 +312,9 @@ template <class C>
 class ItemBatches {
 public:
     ItemBatches(const C& items, detail::BatchPlan plan) : items_(&items), plan_(std::move(plan)) {}
+    // Items given as a temporary (minibatch(32, make_docs())) are moved in and kept.
+    ItemBatches(C&& items, detail::BatchPlan plan)
+        : owned_(std::make_shared<const C>(std::move(items))), items_(owned_.get()), plan_(std::move(plan)) {}
     std::size_t size() const noexcept { return plan_.ends.size(); }
     std::pair<const std::size_t*, std::size_t> indices(std::size_t b) const {
         const std::size_t lo = b ? plan_.ends[b - 1] : 0;
@@ -305,39 +347,47 @@ public:
     iterator end() const { return iterator(this, size()); }
 
 private:
+    std::shared_ptr<const C> owned_;  // the items, when given as a temporary
     const C* items_;
     detail::BatchPlan plan_;
 };
 
 // Thinc's minibatch over items: batches of `size` items (a Schedule: a size per batch).
-template <detail::item_list C>
-ItemBatches<C> minibatch(BatchSize size, const C& items) {
-    return {items, detail::plan_batches(items.size(), std::move(size), false)};
+template <class R, class C = std::remove_cvref_t<R>>
+    requires detail::item_list<C>
+ItemBatches<C> minibatch(BatchSize size, R&& items) {
+    const std::size_t n = items.size();
+    return ItemBatches<C>(std::forward<R>(items), detail::plan_batches(n, std::move(size), false));
 }
-template <detail::item_list C>
-ItemBatches<C> minibatch(BatchSize size, const C& items, Shuffle) {
-    return {items, detail::plan_batches(items.size(), std::move(size), true)};
+template <class R, class C = std::remove_cvref_t<R>>
+    requires detail::item_list<C>
+ItemBatches<C> minibatch(BatchSize size, R&& items, Shuffle) {
+    const std::size_t n = items.size();
+    return ItemBatches<C>(std::forward<R>(items), detail::plan_batches(n, std::move(size), true));
 }
 
 // spaCy's minibatch_by_words: batches of about `size` words (an item's length: an array's
 // rows, or get_length(item)), `tolerance` the fraction a batch may exceed it by.
-template <detail::item_list C, class F>
-ItemBatches<C> minibatch_by_words(const C& items, BatchSize size, double tolerance, bool discard_oversize,
+template <class R, class F, class C = std::remove_cvref_t<R>>
+    requires detail::item_list<C>
+ItemBatches<C> minibatch_by_words(R&& items, BatchSize size, double tolerance, bool discard_oversize,
                                   F&& get_length, bool shuffled = false) {
     std::vector<std::size_t> lengths(items.size());
     for (std::size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<std::size_t>(get_length(items[i]));
-    return {items, detail::plan_by_words(lengths, std::move(size), tolerance, discard_oversize, shuffled)};
+    return ItemBatches<C>(std::forward<R>(items),
+                          detail::plan_by_words(lengths, std::move(size), tolerance, discard_oversize, shuffled));
 }
-template <detail::item_list C>
-ItemBatches<C> minibatch_by_words(const C& items, BatchSize size, double tolerance = 0.2,
-                                  bool discard_oversize = false) {
-    return minibatch_by_words(items, std::move(size), tolerance, discard_oversize,
+template <class R, class C = std::remove_cvref_t<R>>
+    requires detail::item_list<C>
+ItemBatches<C> minibatch_by_words(R&& items, BatchSize size, double tolerance = 0.2, bool discard_oversize = false) {
+    return minibatch_by_words(std::forward<R>(items), std::move(size), tolerance, discard_oversize,
                               [](const typename C::value_type& x) { return detail::item_length(x); });
 }
-template <detail::item_list C>
-ItemBatches<C> minibatch_by_words(const C& items, BatchSize size, Shuffle, double tolerance = 0.2,
+template <class R, class C = std::remove_cvref_t<R>>
+    requires detail::item_list<C>
+ItemBatches<C> minibatch_by_words(R&& items, BatchSize size, Shuffle, double tolerance = 0.2,
                                   bool discard_oversize = false) {
-    return minibatch_by_words(items, std::move(size), tolerance, discard_oversize,
+    return minibatch_by_words(std::forward<R>(items), std::move(size), tolerance, discard_oversize,
                               [](const typename C::value_type& x) { return detail::item_length(x); }, true);
 }
 

@@ -96,11 +96,11 @@ private:
             const auto id = ids.id(r);
             if constexpr (std::is_signed_v<decltype(id)>)
                 if (id < 0)
-                    throw Error(this->name() + ": id " + std::to_string(id) + " (row " + std::to_string(r) +
+                    throw Error(this->name() + ": id " + std::to_string(id) + " (" + detail::row_text(r) +
                                     ") is negative; ids must be in [0, nV) = [0, " + std::to_string(nV) + ")",
                                 "tenon-E193");
             if (static_cast<std::uint64_t>(id) >= nV)
-                throw Error(this->name() + ": id " + std::to_string(id) + " (row " + std::to_string(r) +
+                throw Error(this->name() + ": id " + std::to_string(id) + " (" + detail::row_text(r) +
                                 ") is out of range: the table has nV = " + std::to_string(nV) +
                                 " rows, so ids must be in [0, " + std::to_string(nV) + ")",
                             "tenon-E193");

@@ -75,6 +75,11 @@ public:
             throw Error("expand_window: the window size is " + std::to_string(W) + " in the type but " +
                             std::to_string(window_size) + " was given",
                         "tenon-E195");
+        // (A window past 2^30 rows each side is no sequence's; (2w + 1) nI would wrap.)
+        if (window_size > (std::size_t(1) << 30))
+            throw Error("expand_window: the window size " + std::to_string(window_size) +
+                            " is too large: at most 2^30 rows on each side",
+                        "tenon-E195");
         this->set_fixed_attr("window_size", static_cast<std::int64_t>(window_size));
         this->mark_initialized();  // no parameters; initialize only infers nI and nO
     }
@@ -137,7 +142,14 @@ private:
                                  "tenon-E192");
             this->resolve_dim(1, nO / nF());
         }
-        if (this->has_dim("nI")) this->resolve_dim(0, nF() * this->get_dim("nI"));
+        if (this->has_dim("nI")) {
+            std::size_t nO = 0;
+            if (__builtin_mul_overflow(nF(), this->get_dim("nI"), &nO) || nO > (std::size_t(1) << 48))
+                throw ShapeError("expand_window: initialize: (2 * window_size + 1) * nI = " + std::to_string(nF()) +
+                                     " * " + std::to_string(this->get_dim("nI")) + " is too wide an output",
+                                 "tenon-E192");
+            this->resolve_dim(0, nO);
+        }
         this->mark_initialized();
     }
 

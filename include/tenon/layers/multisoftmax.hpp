@@ -37,6 +37,7 @@ public:
     explicit MultiSoftmax(std::vector<std::size_t> nOs, std::size_t nI = dyn)
         : Base(Node::dense_node("multisoftmax", dyn, NI, detail::multisoftmax_width(nOs), nI)), nOs_(std::move(nOs)) {
         this->set_fixed_attr("nOs", detail::multisoftmax_groups(nOs_));
+        this->fix_dim(0, this->dim(0));  // nO is the groups' sum: set_dim cannot change it (tenon-E101)
     }
 
     const std::vector<std::size_t>& nOs() const noexcept { return nOs_; }

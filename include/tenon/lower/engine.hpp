@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -84,6 +85,8 @@ public:
 };
 // The error of a plan's backprop whose model no longer exists (src/plan.cpp).
 [[noreturn]] void throw_model_gone();
+// The error of a held plan (lower()) whose model was destroyed or moved (src/plan.cpp).
+[[noreturn]] void throw_plan_model_gone(const std::string& model_name);
 
 // The plan's Backprop inside a model's Backprop, type-erased (the plan's type depends on the
 // model's, whose Backprop holds this). Its storage comes from tenon's block cache (no heap

@@ -439,8 +439,8 @@ inline constexpr bool engine_types =
 
 }  // namespace lowering
 
-// The plan of a model (see the top of this file). Copyable; refers to the model, which
-// must outlive it. Re-lower after changing the model's structure; attribute changes
+// The plan of a model (see the top of this file). Copyable; refers to the model: once the
+// model is destroyed or moved, every call refuses (tenon-E172) rather than read it. Re-lower after changing the model's structure; attribute changes
 // (dropout rate, softmax temperature) and new parameter values are seen at each call.
 template <class M>
 class Plan {
@@ -457,14 +457,16 @@ public:
     using Run = lowering::Runner<In, Out>;
     static constexpr bool seq = Run::seq, seq_out = Run::seq_out, head_input = Run::head_input;
 
-    explicit Plan(M& model) : model_(&model) {
+    explicit Plan(M& model) : model_(&model), place_(model.place_watch()) {
         epoch_.store(detail::layout_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
         build(model, p_);
     }
     Plan(const Plan& o)
-        : model_(o.model_), p_(o.p_), epoch_(o.epoch_.load(std::memory_order_relaxed)), frozen_(o.frozen_) {}
+        : model_(o.model_), place_(o.place_), p_(o.p_), epoch_(o.epoch_.load(std::memory_order_relaxed)),
+          frozen_(o.frozen_) {}
     Plan& operator=(const Plan& o) {
         model_ = o.model_;
+        place_ = o.place_;
         p_ = o.p_;
         epoch_.store(o.epoch_.load(std::memory_order_relaxed), std::memory_order_relaxed);
         frozen_ = o.frozen_;
@@ -500,6 +502,7 @@ public:
     // model's set_dim, initialize, loaded file, ...) moves the layout epoch; the plan then
     // makes its walk again and compares (a few microseconds, once per change).
     bool is_current() const {
+        if (!place_.held()) return false;
         const std::uint64_t now = detail::layout_epoch.load(std::memory_order_acquire);
         if (epoch_.load(std::memory_order_relaxed) == now) return true;
         std::string why;
@@ -510,6 +513,8 @@ public:
     // is_current(), or tenon-E172 naming what changed: a plan never reads a parameter of
     // another shape than the one it was made for.
     void require_current() const {
+        if (!place_.held()) [[unlikely]]
+            lowering::throw_plan_model_gone(p_.model_name);
         const std::uint64_t now = detail::layout_epoch.load(std::memory_order_acquire);
         if (epoch_.load(std::memory_order_relaxed) == now) [[likely]]
             return;
@@ -626,6 +631,7 @@ private:
     }
 
     M* model_;
+    detail::PlaceWatch place_;  // the model is still where the plan was made (not destroyed, not moved)
     lowering::PlanData p_;
     mutable std::atomic<std::uint64_t> epoch_{0};
     lowering::FrozenSlot frozen_;

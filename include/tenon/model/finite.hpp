@@ -51,8 +51,9 @@ concept float_array = requires(const X& x) {
 template <class X>
 concept float_list = requires { typename X::array_type; } && float_array<typename X::array_type>;
 
-// Counts and reports the non-finite values of x: a float array, a List of them, or a Ragged /
-// Padded of float data; any other input (ids, strings) is not checked.
+// Counts and reports the non-finite values of x: a float array, a List of them, a Ragged /
+// Padded of float data, SparseFeatures' values, or either side of a pair; any other input
+// (ids, strings) is not checked.
 // `ops`: the model's backend (the input lives in its memory), or null for host memory.
 template <class X>
 void check_finite(const char* prefix, const std::string& who, const char* call, const X& x,
@@ -66,6 +67,13 @@ void check_finite(const char* prefix, const std::string& who, const char* call, 
     } else if constexpr (float_array<X>) {
         if (const std::size_t bad = count_nonfinite_on(ops, x.data(), x.size()))
             throw_nonfinite_input(prefix, who, call, "", bad, x.shape().data(), x.shape().size(), -1, x.data());
+    } else if constexpr (requires { x.keys(); x.values().data(); }) {  // SparseFeatures: its values
+        const auto& v = x.values();
+        if (const std::size_t bad = count_nonfinite_on(ops, v.data(), v.size()))
+            throw_nonfinite_input(prefix, who, call, "values", bad, v.shape().data(), v.shape().size(), -1, v.data());
+    } else if constexpr (requires { x.first; x.second; }) {  // a pair (CauchySimilarity, siamese): both
+        check_finite(prefix, who, call, x.first, ops);
+        check_finite(prefix, who, call, x.second, ops);
     } else if constexpr (float_list<X>) {
         std::size_t bad = 0;
         long first = -1;

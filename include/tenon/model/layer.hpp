@@ -42,6 +42,52 @@ using input_view_t = typename input_view<T>::type;
 template <class View>
 using sample_ptr_t = const std::remove_reference_t<View>*;
 
+namespace detail {
+// A batch of no sequences (a List of no arrays, a Ragged or Padded of none) given to predict:
+// the model's output is made without running its layers, which could not say it (an empty
+// List carries no width, and a layer after list2ragged needs one): an empty List, or no rows
+// of the model's nO columns, as a batch of 0 rows of a Floats2d model gives (0, nO).
+template <class X>
+concept sequence_batch = requires { typename X::array_type; } || requires(const X& x) {
+    typename X::data_type;
+    x.lengths();
+};
+template <class Out>
+bool empty_output(const Node& model, Out& Y) {
+    if constexpr (requires { typename Out::array_type; }) {
+        Y = Out{};
+        return true;
+    } else if constexpr (requires { typename Out::data_type; } &&
+                         requires { Out(typename Out::data_type(), Ints1d({0})); }) {
+        using D = typename Out::data_type;
+        if constexpr (D::rank == 2) {
+            if (!model.has_dim("nO")) return false;
+            Y = Out(D(std::array<std::size_t, 2>{0, model.get_dim("nO")}), Ints1d({0}));
+            return true;
+        }
+        return false;
+    } else if constexpr (requires { typename Out::data_type; } &&
+                         requires { Out(typename Out::data_type(), Ints1d(), Ints1d(), Ints1d()); }) {
+        using D = typename Out::data_type;  // Padded: (0 steps, 0 sequences, nO)
+        if constexpr (D::rank == 3) {
+            if (!model.has_dim("nO")) return false;
+            Y = Out(D(std::array<std::size_t, 3>{0, 0, model.get_dim("nO")}), Ints1d({0}), Ints1d({0}), Ints1d({0}));
+            return true;
+        }
+        return false;
+    } else if constexpr (requires { Out::rank; } && !requires { typename Out::data_type; }) {
+        if constexpr (Out::rank == 2) {
+            if (!model.has_dim("nO")) return false;
+            Y = Out(std::array<std::size_t, 2>{0, model.get_dim("nO")});
+            return true;
+        }
+        return false;
+    } else {
+        return false;
+    }
+}
+}  // namespace detail
+
 // What begin_update and model(X, is_train) return as the backprop callback: the layer's
 // Backprop, which also names the mistake (E011) when called with dY of another data type than
 // the model's output. It converts to M::Backprop (combinators keep their children's).
@@ -282,6 +328,12 @@ private:
         return entry([&]() -> Out {
             require_initialized();
             check_input_finite(X, "predict");
+            if constexpr (Plan && detail::sequence_batch<std::remove_cvref_t<InView>>) {
+                if (X.size() == 0 && detail::entry_depth == 1) {
+                    Out Y;
+                    if (detail::empty_output(*this, Y)) return Y;
+                }
+            }
             if constexpr (Plan && detail::runs_plan<Derived>) {
                 if (detail::entry_depth == 1) {
                     Out Y;

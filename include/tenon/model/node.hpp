@@ -45,16 +45,20 @@ inline void layout_changed() noexcept { layout_epoch.fetch_add(1, std::memory_or
 struct NodeLife {
     std::atomic<std::uint64_t> version{1};
     std::atomic<std::uint32_t> refs{1};  // the node and the backprops that hold it
+    // Where the node that has this life is (its LifeSlot); null once it is destroyed. A held
+    // plan checks it (lower.hpp): a model moved elsewhere or destroyed is not there any more,
+    // while a re-initialised one is (the plan then compares its layout).
+    std::atomic<const void*> holder{nullptr};
 };
 // (Out of line, src/node.cpp: a backprop's copy and destruction compile to one call each in
 // every model's file, not a shared_ptr's inline machinery.)
-NodeLife* life_new();
+NodeLife* life_new(const void* holder);
 void life_retain(NodeLife* life) noexcept;
 void life_release(NodeLife* life) noexcept;
 void life_bump(NodeLife* life) noexcept;
 class LifeSlot {
 public:
-    LifeSlot() : p_(life_new()) {}
+    LifeSlot() : p_(life_new(this)) {}
     LifeSlot(const LifeSlot&) : LifeSlot() {}  // a copy is another node, with a life of its own
     LifeSlot& operator=(const LifeSlot&) noexcept {
         bump();  // this node's contents are replaced
@@ -62,7 +66,10 @@ public:
     }
     // The moved-to node takes the life on, and its version moves: the backprops made on the
     // node moved from refuse (they point at it).
-    LifeSlot(LifeSlot&& o) noexcept : p_(std::exchange(o.p_, nullptr)) { bump(); }
+    LifeSlot(LifeSlot&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {
+        if (p_) p_->holder.store(this, std::memory_order_release);
+        bump();
+    }
     LifeSlot& operator=(LifeSlot&& o) noexcept {
         bump();
         o.bump();
@@ -70,6 +77,7 @@ public:
     }
     ~LifeSlot() {
         if (p_) {
+            p_->holder.store(nullptr, std::memory_order_release);
             life_bump(p_);
             life_release(p_);
         }
@@ -79,39 +87,55 @@ public:
     }
     // (A node moved from has none until it is used again.)
     NodeLife* get() const {
-        if (!p_) p_ = life_new();
+        if (!p_) p_ = life_new(this);
         return p_;
     }
 
 private:
     mutable NodeLife* p_;
 };
-// What a backprop holds of its model's life: the life (counted) and its version then.
-class LifeWatch {
+// A counted reference to a node's life, and a mark of it taken when it was made: what a
+// backprop holds (LifeWatch: the version) and what a held plan holds (PlaceWatch: the place).
+template <class Mark>
+class LifeRef {
 public:
-    LifeWatch() = default;
-    LifeWatch(NodeLife* life, std::uint64_t version) noexcept : life_(life), version_(version) { life_retain(life_); }
-    LifeWatch(const LifeWatch& o) noexcept : life_(o.life_), version_(o.version_) {
+    LifeRef() = default;
+    LifeRef(NodeLife* life, Mark mark) noexcept : life_(life), mark_(mark) { life_retain(life_); }
+    LifeRef(const LifeRef& o) noexcept : life_(o.life_), mark_(o.mark_) {
         if (life_) life_retain(life_);
     }
-    LifeWatch(LifeWatch&& o) noexcept : life_(std::exchange(o.life_, nullptr)), version_(o.version_) {}
-    LifeWatch& operator=(LifeWatch o) noexcept {
+    LifeRef(LifeRef&& o) noexcept : life_(std::exchange(o.life_, nullptr)), mark_(o.mark_) {}
+    LifeRef& operator=(LifeRef o) noexcept {
         std::swap(life_, o.life_);
-        std::swap(version_, o.version_);
+        std::swap(mark_, o.mark_);
         return *this;
     }
-    ~LifeWatch() {
+    ~LifeRef() {
         if (life_) life_release(life_);
     }
+
+protected:
+    NodeLife* life_ = nullptr;
+    Mark mark_{};
+};
+// What a backprop holds of its model's life: the life (counted) and its version then.
+class LifeWatch : public LifeRef<std::uint64_t> {
+public:
+    using LifeRef::LifeRef;
     void check() const {
-        if (life_ && life_->version.load(std::memory_order_acquire) != version_) [[unlikely]]
+        if (life_ && life_->version.load(std::memory_order_acquire) != mark_) [[unlikely]]
             throw_backprop_stale();
     }
     [[noreturn]] static void throw_backprop_stale();  // (src/node.cpp)
-
-private:
-    NodeLife* life_ = nullptr;
-    std::uint64_t version_ = 0;
+};
+// What a held plan keeps of its model's life: the life (counted) and where its node was then.
+// Unlike a backprop, a plan outlives re-initialisation (it compares the layout, lower.hpp),
+// so only the node's place is watched: destroyed or moved, the plan refuses (tenon-E172).
+class PlaceWatch : public LifeRef<const void*> {
+public:
+    PlaceWatch() = default;
+    explicit PlaceWatch(NodeLife* life) noexcept : LifeRef(life, life->holder.load(std::memory_order_acquire)) {}
+    bool held() const noexcept { return !life_ || life_->holder.load(std::memory_order_acquire) == mark_; }
 };
 
 // A parameter's value stamp: a number no other write of any parameter ever had, renewed by
@@ -247,6 +271,10 @@ struct MemoryMove;  // to_gpu / to_cpu (src/model_device.cpp)
 namespace lowering {
 struct ParamAccess;  // a plan's look-up of parameters and attributes by index (src/plan.cpp)
 }
+namespace detail {
+// tenon-E119 (`who`: "relu: set_param('W')") when the values hold NaN or inf (src/node.cpp).
+void require_finite_param(const std::string& who, CParamView values, const Ops& ops);
+}
 
 class Node {
 public:
@@ -271,7 +299,7 @@ public:
     CParamView get_param(std::string_view name) const;
     // set_param may run while other threads predict with a plan whose weights are frozen:
     // their calls see the old values or the new ones, never a mix.
-    void set_param(std::string_view name, CParamView value);
+    void set_param(std::string_view name, CParamView value);  // values must be finite (tenon-E119)
     bool has_grad(std::string_view name) const noexcept;
     ParamView get_grad(std::string_view name);
     CParamView get_grad(std::string_view name) const;
@@ -404,6 +432,8 @@ public:
         return {p, p->version.load(std::memory_order_acquire)};
     }
     void life_changed() noexcept { life_.bump(); }
+    // Where the node is, as a held plan watches it.
+    detail::PlaceWatch place_watch() const { return detail::PlaceWatch(life_.get()); }
 
 protected:
     struct Dim {

@@ -21,7 +21,9 @@ public:
     // Thinc. The values are copied in; `params` need not outlive the guard.
     UseParams(Node& model, const ParamValues& params);
     // Restores the model's values. A parameter that was re-allocated with another size while
-    // the guard lived (initialize with other widths) keeps its new values: nothing to restore.
+    // the guard lived (initialize with other widths) keeps its new values: nothing to restore;
+    // a node destroyed or moved while it lived (the model's life ended first) is not touched.
+    // The values given must be finite (tenon-E119).
     ~UseParams();
     UseParams(const UseParams&) = delete;
     UseParams& operator=(const UseParams&) = delete;
@@ -29,6 +31,7 @@ public:
 private:
     struct Saved {
         Node* node;
+        detail::PlaceWatch place;  // the node is still there (not destroyed or moved)
         std::string name;
         std::vector<float> backup;
     };

@@ -20,11 +20,17 @@ class Schedule {
 public:
     // A function that gives the next value at each call, and a name for messages
     // ("warmup_linear(0.001, 250, 10000)").
+    // (No function, or a schedule moved from: tenon-E253 at the call that needs a value.)
     Schedule(std::string name, std::function<double()> next) : name_(std::move(name)), next_(std::move(next)) {}
-    double next() { return next_(); }
+    double next() {
+        if (!next_) [[unlikely]]
+            throw_empty(name_);
+        return next_();
+    }
     const std::string& name() const noexcept { return name_; }
 
 private:
+    [[noreturn]] static void throw_empty(const std::string& name);  // (src/schedules.cpp)
     std::string name_;
     std::function<double()> next_;
 };

@@ -221,11 +221,13 @@ private:
             // An empty batch: nothing to run the layer on (Thinc's flatten gives a (0, 0) array).
             if (X.empty()) return Out{};
             const A Xf = detail::xfer::flatten(X, self.pad_, who.c_str());
+            const detail::SequenceRowsScope rows(lengths.data(), lengths.size(), self.pad_);  // (for errors)
             const B Yf = Base::call(self, Xf, is_train, bp);
             if (Yf.shape(0) != Xf.shape(0)) detail::xfer::throw_rows(who, "number of rows", Xf.shape(0), Yf.shape(0));
             return detail::xfer::unflatten<B>(Yf, lengths, self.pad_);
         } else if constexpr (mode == detail::xfer::array_mode::ragged) {
             if (bp) bp->lengths = X.lengths();
+            const detail::SequenceRowsScope rows(X.lengths().data(), X.lengths().size(), 0);  // (for errors)
             B Y = Base::call(self, X.data(), is_train, bp);
             if (Y.shape(0) != X.rows()) detail::xfer::throw_rows(who, "number of rows", X.rows(), Y.shape(0));
             return X.with_data(std::move(Y));

@@ -123,9 +123,21 @@ std::string layout_str(const T& x) {
     }
 }
 
-// A stored layout in words (for "expected ... but found ..."): an array's as its shape.
-// (src/instances.cpp)
-std::string layout_vec_str(const Layout& v);
+// A stored layout in words (for "expected ... but found ..."), as layout_str says the value:
+// "(4, 3)", "Padded (3, 2, 8) lengths [3, 2]", "List of 2 [(2, 3), (3, 3)]" (the kind of value
+// from its type, layout_kind_of; `other`: the bare numbers). (src/instances.cpp)
+enum class LayoutKind : unsigned char { other, array, ragged, padded, list_of_arrays };
+std::string layout_vec_str(const Layout& v, LayoutKind kind = LayoutKind::other);
+template <class T>
+constexpr LayoutKind layout_kind_of() {
+    if constexpr (requires(const T& x) { x.shape(); }) return LayoutKind::array;
+    else if constexpr (requires(const T& x) { x.size_at_t(); }) return LayoutKind::padded;
+    else if constexpr (requires(const T& x) { x.lengths(); }) return LayoutKind::ragged;
+    else if constexpr (is_list<T>) {
+        if constexpr (requires(const T& x) { x[0].shape(); }) return LayoutKind::list_of_arrays;
+        else return LayoutKind::other;
+    } else return LayoutKind::other;
+}
 
 // A call's scratch list (pointers, widths): its buffer from the block cache.
 template <class T>
