@@ -99,6 +99,7 @@ std::vector<std::string> split_path(std::string_view path) {
 }
 
 std::vector<RawSection> read_lines(std::string_view text) {
+    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark (Windows editors)
     std::vector<RawSection> secs;
     std::istringstream in{std::string(text)};
     std::string line;

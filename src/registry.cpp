@@ -905,8 +905,11 @@ void register_layers(Registry& r) {
               MaxoutOptions o;
               o.nO = a.dim("nO");
               o.nI = a.dim("nI");
-              o.nP = a.get<std::size_t>("nP", 3);
-              if (o.nP == 0) fail("tenon-E314", where(a.path(), "nP") + ": expected a positive integer, found 0");
+              const auto nP = a.get<std::int64_t>("nP", 3);
+              if (nP < 1)
+                  fail("tenon-E314", where(a.path(), "nP") + ": expected a positive integer (the pieces), found " +
+                                         std::to_string(nP));
+              o.nP = static_cast<std::size_t>(nP);
               o.dropout = a.get<std::optional<double>>("dropout", std::nullopt);
               o.normalize = a.get<bool>("normalize", false);
               return DynModel(Maxout<>(o)).with_code(maxout_code(o));
@@ -1178,7 +1181,9 @@ void register_architectures(Registry& r) {
               if (a.get<bool>("include_static_vectors", false))
                   fail("tenon-E318", where(a.path(), "include_static_vectors") +
                                          ": static vectors are not supported by tenon's spacy.MultiHashEmbed.v2");
-              if (attrs.empty() || rows.size() != attrs.size())
+              if (attrs.empty())
+                  fail("tenon-E314", where(a.path(), "attrs") + ": no attrs: give at least one (e.g. [\"NORM\"])");
+              if (rows.size() != attrs.size())
                   fail("tenon-E314", where(a.path(), "rows") + ": one row count per attr: " +
                                          std::to_string(rows.size()) + " rows for " + std::to_string(attrs.size()) +
                                          " attrs");

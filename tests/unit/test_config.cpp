@@ -252,6 +252,18 @@ TEST_CASE("config: models nested deeper than any real one are refused, not a sta
                Contains("tenon-E313") && Contains("nested more than 200 levels"));
 }
 
+TEST_CASE("config: a byte order mark is read past; Maxout's nP and MultiHashEmbed's attrs say what they need", "[config][errors]") {
+    const Config bom = Config::from_str("\xEF\xBB\xBF[model]\n@layers = \"Relu.v1\"\nnO = 4\n");
+    CHECK_NOTHROW(build(bom));
+    CHECK_THAT(error_message([] { (void)build(Config::from_str("[model]\n@layers = \"Maxout.v1\"\nnO = 4\nnP = -1\n")); }),
+               Contains("tenon-E314") && Contains("nP: expected a positive integer (the pieces), found -1"));
+    CHECK_THAT(error_message([] {
+                   (void)build(Config::from_str("[model]\n@architectures = \"spacy.MultiHashEmbed.v2\"\nwidth = 8\n"
+                                                "attrs = []\nrows = []\ninclude_static_vectors = false\n"));
+               }),
+               Contains("tenon-E314") && Contains("attrs: no attrs"));
+}
+
 TEST_CASE("config: a float argument beyond a float's range, and codegen's namespace", "[config][errors]") {
     if (!layers().has("test.FloatArg.v1"))
         layers().add("test.FloatArg.v1", [](Args& a) {
