@@ -3,7 +3,7 @@
 // Softmax head, on the synthetic documents of bench/tok2vec_data.py (the same generator,
 // here in C++), timed as bench/tok2vec_thinc.py and bench/tok2vec_torch.py time Thinc and
 // PyTorch. Runs the model's own predict / begin_update / finish_update, which run its plan
-// (docs/lowering.md, "Sequence models"); TENON_USE_PLANS=0 runs its layers instead.
+// (docs/lowering.md, "Sequence models"); unfused(model) would run its layers instead.
 // Prints JSON lines {"figure", "system", "value", "unit"}:
 //   tok2vec_predict_wps    words/s  predict, 64 docs a call (best of 3 passes)
 //   tok2vec_train_wps      words/s  begin_update + backprop + Adam(0.001), 64 docs a batch

@@ -16,6 +16,12 @@ void throw_moved_chain(const std::string& chain_name) {
                 "tenon-E118");
 }
 
+void throw_empty_backprop() {
+    throw Error("backprop: this chain's backprop was made by no forward pass (default-constructed): use the one "
+                "begin_update returns",
+                "tenon-E118");
+}
+
 ChainStore::ChainStore(std::size_t n)
     : entries_(n ? new LayerEntry[n] : nullptr), size_(0), capacity_(n) {}
 

@@ -35,7 +35,7 @@ Floats2d Dropout::Backprop::operator()(Floats2dCView dY) const {
 void Dropout::apply_inplace(Floats2d& Y, bool is_train, Backprop& bp) const {
     bp.shape = Y.shape();
     const double r = rate();
-    const bool on = is_train && r > 0.0 && attr_as<bool>("is_enabled");
+    const bool on = is_train && !detail::inference_pass && r > 0.0 && attr_as<bool>("is_enabled");
     if (!on) return;
     // On the layer's backend: Y may be device memory (the key is drawn on the host, as before).
     bp.mask = Floats2d(Y.shape(), uninitialized);

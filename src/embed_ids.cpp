@@ -9,7 +9,7 @@ void check_dropout_rate(const std::string& layer, const std::optional<double>& r
         throw Error(layer + ": the dropout rate must be in [0, 1], found " + detail::number_str(*rate), "tenon-E195");
 }
 Floats1d column_dropout_mask(const Node& layer, std::size_t nO, bool is_train) {
-    if (!is_train || !layer.has_attr("dropout_rate")) return {};
+    if (!is_train || inference_pass || !layer.has_attr("dropout_rate")) return {};
     const double r = layer.attr_as<double>("dropout_rate");
     check_dropout_rate(layer.name(), r);
     if (r <= 0.0) return {};

@@ -118,7 +118,7 @@ const float* run_forward(const LstmRun& r, const StepsV& s, const FwdBufs& b, bo
     const float* W = r.W;
     const double rate = r.rate;
     masked = false;
-    if (is_train && rate > 0.0) {
+    if (is_train && !detail::inference_pass && rate > 0.0) {
         const std::size_t P = r.P;
         // (the key drawn on the host, none at rate 1: all zeros; the mask and the product on the backend)
         ops.dropout_mask(rate < 1.0 ? dropout_key(global_rng()) : 0, b.mask, P, rate);

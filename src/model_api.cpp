@@ -81,7 +81,8 @@ void detail::remap_refs(const Node& from, Node& to) {
     remap(b, index_of(a), b);
 }
 
-bool Node::replace_node(Node& old, const Node& replacement) {
+bool Node::replace_node_as(Node& old, const Node& replacement, const std::type_info& as,
+                           void (*assign)(Node&, const Node&)) {
     const auto nodes = walk();
     if (std::find(nodes.begin(), nodes.end(), &old) == nodes.end()) return false;
     if (&old == &replacement) return true;
@@ -93,6 +94,10 @@ bool Node::replace_node(Node& old, const Node& replacement) {
                     "tenon-E233");
     };
     if (typeid(old) != typeid(replacement)) fail();
+    if (!assign || typeid(replacement) != as)
+        throw Error("replace_node: the replacement '" + replacement.name() + "' must be passed as its own model type, " +
+                        "not through a reference to a base (Node&): its copy is compiled for the type it is passed as",
+                    "tenon-E233");
     // Refs from outside `old` to its descendants: those nodes are replaced too, so the refs go.
     const auto before = old.walk();
     const std::unordered_map<const Node*, std::size_t> inner = index_of(before);
@@ -104,7 +109,7 @@ bool Node::replace_node(Node& old, const Node& replacement) {
                 stale.emplace_back(n, name);
     }
     const auto from = replacement.walk();
-    if (!old.assign_from(replacement)) fail();
+    assign(old, replacement);
     life_changed();            // a backprop made on this model refuses (old's own life moved in its assignment)
     detail::layout_changed();  // a held plan may point at the old subtree's children
     const auto after = old.walk();

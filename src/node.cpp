@@ -385,7 +385,7 @@ void detail::require_finite_param(const std::string& who, CParamView v, const Op
         detail::copy_bytes(staged.data(), Memory::host, v.data, Memory::device, v.size() * sizeof(float));
         values = staged.data();
     }
-    const std::size_t i = first_nonfinite(values, v.size());
+    const std::size_t i = detail::first_nonfinite(values, v.size());
     throw Error(who + ": the values hold " + std::to_string(bad) + " non-finite value" + (bad == 1 ? "" : "s") +
                     " (NaN or inf), the first at flat index " + std::to_string(i) + " (" + std::to_string(values[i]) +
                     "); a parameter must be finite: nothing was set",

@@ -309,6 +309,11 @@ ParamValues averages_of(Node& model, Optimizer& optimizer) {
 }  // namespace
 
 std::size_t detail::count_nonfinite(const float* x, std::size_t n) noexcept { return cpu::count_nonfinite(x, n); }
+std::size_t detail::first_nonfinite(const float* x, std::size_t n) noexcept {
+    std::size_t i = 0;
+    while (i < n && std::isfinite(x[i])) ++i;
+    return i;
+}
 
 std::size_t detail::count_nonfinite_on(const Ops* ops, const float* x, std::size_t n) {
     if (ops && ops->memory() == Memory::device) return n ? ops->count_nonfinite(x, n) : 0;
@@ -326,8 +331,7 @@ void detail::throw_nonfinite_input(const char* prefix, const std::string& who, c
         detail::copy_bytes(staged.data(), Memory::host, data, Memory::device, size * sizeof(float));
         data = staged.data();
     }
-    std::size_t first = 0;
-    while (first < size && std::isfinite(data[first])) ++first;
+    const std::size_t first = detail::first_nonfinite(data, size);
     std::size_t index[8] = {};
     for (std::size_t d = rank, rest = first; d-- > 0;) {
         index[d] = shape[d] ? rest % shape[d] : 0;

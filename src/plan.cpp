@@ -32,6 +32,13 @@ void throw_plan_model_gone(const std::string& model_name) {
                 "tenon-E172");
 }
 
+void throw_plan_input(const std::string& model_name) {
+    throw Error("begin_update of " + model_name + ": its plan does not take this input (the width of its rows, or "
+                "its sequences' columns, differ from the model's), and its layers found nothing wrong with it: "
+                "this is tenon's fault, please report it with the model and the input's shape",
+                "tenon-E170");
+}
+
 void refuse(const Node& layer, const char* why) {
     throw Error("lower(): " + layer.name() + ": " + why, "tenon-E170");
 }
@@ -101,7 +108,7 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
                 throw Error("softmax: the temperature must be > 0, found " + detail::number_str(t), "tenon-E113");
             sp.t = static_cast<float>(t);
             sp.k = t != 1.0 ? static_cast<float>(1.0 / t) : 1.0f;
-            sp.normalize = train || ParamAccess::attr<bool>(l, s.inorm, "softmax_normalize");
+            sp.normalize = (train && !detail::inference_pass) || ParamAccess::attr<bool>(l, s.inorm, "softmax_normalize");
         }
     }
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
@@ -117,7 +124,7 @@ StageParams resolve(const Stage& s, bool train, bool grads) {
             }
         } else if (op.kind == OpKind::dropout && train) {  // (predict: no dropout, nothing to read)
             const double r = op.drop->rate();
-            o.on = r > 0.0 && op.drop->attr_as<bool>("is_enabled");
+            o.on = !detail::inference_pass && r > 0.0 && op.drop->attr_as<bool>("is_enabled");
             o.all = r >= 1.0;
             if (o.on && !o.all) {
                 o.keep = static_cast<float>(1.0 / (1.0 - r));

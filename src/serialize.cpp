@@ -1,6 +1,7 @@
 // Model files (tenon/io/serialize.hpp) and model states (tenon/io/state.hpp): the envelope,
 // the cereal-encoded body, and restore(), which checks everything before it changes anything.
 #include "tenon/io/serialize.hpp"
+#include "tenon/model/finite.hpp"
 
 #include <zlib.h>
 
@@ -795,20 +796,14 @@ ModelState capture(const Node& model) {
     return st;
 }
 
-std::size_t first_nonfinite(const float* values, std::size_t n) noexcept {
-    std::size_t i = 0;
-    while (i < n && std::isfinite(values[i])) ++i;
-    return i;
-}
 
 ModelState capture_to_save(const Node& model) {
     ModelState st = capture(model);
     for (const NodeState& s : st.nodes)
         for (const ParamState& p : s.params) {
-            const std::size_t first = first_nonfinite(p.values.data(), p.values.size());
+            const std::size_t first = detail::first_nonfinite(p.values.data(), p.values.size());
             if (first == p.values.size()) continue;
-            const std::size_t count = static_cast<std::size_t>(
-                std::count_if(p.values.begin(), p.values.end(), [](float v) { return !std::isfinite(v); }));
+            const std::size_t count = detail::count_nonfinite(p.values.data(), p.values.size());
             throw Error(s.path + ": parameter " + p.name + " holds " + std::to_string(count) +
                             " non-finite value" + (count == 1 ? "" : "s") + " (NaN or inf), the first at flat index " +
                             std::to_string(first) + " (" + std::to_string(p.values[first]) +
@@ -931,7 +926,7 @@ std::vector<detail::NodeAccess::Staged> stage(const Walked& w, const ModelState&
                     fail(path + ": parameter " + mp.name + ": expected " + std::to_string(total) + " values but the " +
                              src + " has " + std::to_string(fp.values.size()),
                          "tenon-E206");
-                if (const std::size_t first = first_nonfinite(fp.values.data(), fp.values.size());
+                if (const std::size_t first = detail::first_nonfinite(fp.values.data(), fp.values.size());
                     first != fp.values.size())
                     fail(path + ": parameter " + mp.name + ": the " + src + " has a non-finite value (" +
                              std::to_string(fp.values[first]) + ") at flat index " + std::to_string(first) +

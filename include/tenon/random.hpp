@@ -99,6 +99,24 @@ inline void dropout_mask(std::uint64_t key, std::uint64_t first, float* m, std::
     fn::dropout_mask_bits(key, first, m, n, dropout_threshold(rate), std::bit_cast<std::uint32_t>(keep));
 }
 
+namespace detail {
+// A training pass run as inference: model(X, false) on a model that runs its plan (Thinc's
+// is_train=False) is the plan's training pass with no dropout drawn anywhere in it (the fused
+// dropouts, the tables' column masks, the layers a stage runs), for its forward pass and its
+// backprop alike (CallState::inference). Set for a scope by InferencePass; thread-local.
+inline constinit thread_local bool inference_pass = false;
+class InferencePass {
+public:
+    explicit InferencePass(bool on) noexcept : was_(inference_pass) { inference_pass = was_ || on; }
+    ~InferencePass() { inference_pass = was_; }
+    InferencePass(const InferencePass&) = delete;
+    InferencePass& operator=(const InferencePass&) = delete;
+
+private:
+    bool was_;
+};
+}  // namespace detail
+
 // Same seed -> same weights -> same run (as Thinc's fix_random_seed).
 inline void fix_random_seed(std::uint64_t seed) noexcept { global_rng().seed_with(seed); }
 

@@ -40,4 +40,13 @@ inline bool same(const Floats2d& a, const Floats2d& b) {
     return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());
 }
 
+// The model's own call (plans: through its plan where it has one) or its layers' (unfused).
+template <class M, class X>
+auto predict_via(bool plans, M& model, const X& x) {
+    return plans ? model.predict(x) : unfused(model).predict(x);
+}
+template <class M, class X>
+auto update_via(bool plans, M& model, const X& x) {
+    return plans ? model.begin_update(x) : unfused(model).begin_update(x);
+}
 }  // namespace tenon::testing

@@ -342,18 +342,18 @@ bool close(const Floats2d& a, const Floats2d& b) {
     return a.shape() == b.shape() && close(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end()));
 }
 template <class M, class In, class Eq>
-void against_cpu(M& a, const In& X, std::size_t nO, Eq eq) {
+void against_cpu(M& a, const In& X, std::size_t nO, Eq eq, bool plans) {
     M b = a;
     to_cpu(b);  // (its parameters to host memory, as its input: the run's may be device memory)
     const auto Xh = to_host(X);
     Optimizer oa = Adam(0.01), ob = Adam(0.01);
     for (int step = 0; step < 2; ++step) {
-        const Floats2d dY = random_array(a.predict(X).shape(0), nO, 40 + step);
+        const Floats2d dY = random_array(testing::predict_via(plans, a, X).shape(0), nO, 40 + step);
         fix_random_seed(90 + step);
-        auto [Ya, bpa] = a.begin_update(X);
+        auto [Ya, bpa] = testing::update_via(plans, a, X);
         const auto dXa = bpa(dY);
         fix_random_seed(90 + step);
-        auto [Yb, bpb] = b.begin_update(Xh);
+        auto [Yb, bpb] = testing::update_via(plans, b, Xh);
         const auto dXb = bpb(dY);
         CHECK(eq(Ya, Yb));
         if constexpr (std::is_same_v<std::decay_t<decltype(dXa)>, Floats2d>) CHECK(eq(dXa, dXb));
@@ -363,26 +363,29 @@ void against_cpu(M& a, const In& X, std::size_t nO, Eq eq) {
         REQUIRE(pa.size() == pb.size());
         for (std::size_t i = 0; i < pa.size(); ++i) CHECK(eq(pa[i], pb[i]));
     }
-    CHECK(eq(a.predict(X), b.predict(Xh)));
+    CHECK(eq(testing::predict_via(plans, a, X), testing::predict_via(plans, b, Xh)));
 }
 // The same bits on `ops` as on the CPU where `ops` runs on the CPU (a CountingOps of the CPU
 // run); within 1e-5 where it runs on the run's device backend.
 template <class M, class In>
-void same_as_cpu(M& a, const Ops& ops, const In& X, std::size_t nO) {
+void same_as_cpu(M& a, const Ops& ops, const In& X, std::size_t nO, bool plans = true) {
     a.set_ops(ops);
     if (&current_ops() != &cpu_ops()) {
-        against_cpu(a, X, nO, [](const auto& x, const auto& y) { return close(x, y); });
+        against_cpu(a, X, nO, [](const auto& x, const auto& y) { return close(x, y); }, plans);
         return;
     }
-    against_cpu(a, X, nO, [](const auto& x, const auto& y) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Floats2d>) return same(x, y);
-        else return x == y;
-    });
+    against_cpu(
+        a, X, nO,
+        [](const auto& x, const auto& y) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Floats2d>) return same(x, y);
+            else return x == y;
+        },
+        plans);
 }
 // Within 1e-5 (`a` stays on its backend, the run's).
 template <class M, class In>
-void close_to_cpu(M& a, const In& X, std::size_t nO) {
-    against_cpu(a, X, nO, [](const auto& x, const auto& y) { return close(x, y); });
+void close_to_cpu(M& a, const In& X, std::size_t nO, bool plans = true) {
+    against_cpu(a, X, nO, [](const auto& x, const auto& y) { return close(x, y); }, plans);
 }
 
 }  // namespace
@@ -408,8 +411,7 @@ TEST_CASE("backend: a model's ops run its plan, its layers and its optimizer", "
         for (const Node* n : model.walk()) CHECK(&n->ops() == &counting);
     }
     SECTION("through the layers alone") {
-        const LayersOnly layers;
-        same_as_cpu(model, counting, X, 9);
+        same_as_cpu(model, counting, X, 9, false);
         REQUIRE(!model.uses_plan());
         CHECK(counting[e_stage_forward] == 0);
         for (Entry e : {e_gemm, e_bias_activate, e_activate, e_activation_backward, e_softmax, e_scale, e_sum_rows,
@@ -429,10 +431,7 @@ TEST_CASE("backend: a model's ops run its plan, its layers and its optimizer", "
         RefusingOps refusing;
         model.set_ops(refusing);
         CHECK_THROWS_WITH(model.predict(X), "refusing backend called");
-        {
-            const LayersOnly layers;
-            CHECK_THROWS_WITH(model.predict(X), "refusing backend called");
-        }
+        CHECK_THROWS_WITH(unfused(model).predict(X), "refusing backend called");
         to_cpu(model);
         CHECK(model.predict(to_host(X)).shape(0) == 37);
     }
@@ -465,8 +464,7 @@ TEST_CASE("backend: tables, sequences and reductions run on the model's ops", "[
             CHECK(counting[e] > 0);
     }
     SECTION("through the layers alone") {
-        const LayersOnly layers;
-        same_as_cpu(model, counting, X, 5);
+        same_as_cpu(model, counting, X, 5, false);
         REQUIRE(!model.uses_plan());
         for (Entry e : {e_gemm, e_gather, e_scatter, e_segment, e_segment_backward, e_seq2col, e_seq2col_backward,
                         e_layernorm, e_maxout, e_adam})
@@ -545,9 +543,8 @@ TEST_CASE("backend: the run's backend (TENON_TEST_OPS) computes what the CPU's d
         CHECK(seq.uses_plan());
     }
     SECTION("through the layers alone") {
-        const LayersOnly layers;
-        close_to_cpu(dense, X, 9);
-        close_to_cpu(seq, Xs, 5);
+        close_to_cpu(dense, X, 9, false);
+        close_to_cpu(seq, Xs, 5, false);
         CHECK(!dense.uses_plan());
     }
 }
@@ -692,11 +689,8 @@ TEST_CASE("backend: ParametricAttention runs on the model's ops", "[backend]") {
     same_as_cpu(model, counting, X, 3);  // (the plan's: attention stages, the key transform's a branch)
     for (Entry e : {e_gemm, e_softmax_seq, e_softmax_seq_backward, e_scale_rows, e_row_dots})
         CHECK(counting[e] > 0);
-    {
-        const LayersOnly layers;  // the layers' own path adds the key transform's gradient with copy_rows
-        same_as_cpu(model, counting, X, 3);
-        CHECK(counting[e_copy_rows] > 0);
-    }
+    same_as_cpu(model, counting, X, 3, false);  // the layers' own path adds the key transform's gradient with copy_rows
+    CHECK(counting[e_copy_rows] > 0);
     RefusingOps refusing;
     model.set_ops(refusing);
     CHECK_THROWS_WITH(model.predict(X), "refusing backend called");

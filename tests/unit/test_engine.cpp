@@ -1,10 +1,11 @@
 // The engine (include/tenon/lower/engine.hpp): a model's own predict / begin_update run
-// through its plan. Results equal the layers' own (set_use_plans(false)), the plan follows the
+// through its plan. Results equal the layers' own (unfused(model)), the plan follows the
 // model through re-initialisation, a held plan refuses a model that changed (tenon-E172), and
 // the caller may free X before calling backprop.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -34,9 +35,8 @@ void train_side_by_side(M& a, const Floats2d& X, std::size_t nO, int steps) {
         REQUIRE(a.uses_plan());
         Floats2d Yb, dXb;
         {
-            const LayersOnly layers;
             fix_random_seed(70 + step);
-            auto [y, bpb] = b.begin_update(X);
+            auto [y, bpb] = unfused(b).begin_update(X);
             dXb = bpb(dY);
             Yb = std::move(y);
             REQUIRE(!b.uses_plan());
@@ -44,10 +44,7 @@ void train_side_by_side(M& a, const Floats2d& X, std::size_t nO, int steps) {
         CHECK(same(Ya, Yb));
         CHECK(same(dXa, dXb));
         a.finish_update(oa);
-        {
-            const LayersOnly layers;
-            b.finish_update(ob);
-        }
+        b.finish_update(ob);
         CHECK(all_params(a) == all_params(b));
     }
 }
@@ -62,11 +59,7 @@ TEST_CASE("engine: predict and training run through the plan and equal the layer
         model.initialize(X);
         const Floats2d P = model.predict(X);
         CHECK(model.uses_plan());
-        Floats2d Q;
-        {
-            const LayersOnly layers;
-            Q = model.predict(X);
-        }
+        const Floats2d Q = unfused(model).predict(X);
         CHECK(same(P, Q));
         train_side_by_side(model, X, 7, 4);
     }
@@ -77,8 +70,7 @@ TEST_CASE("engine: predict and training run through the plan and equal the layer
         model.initialize(ids);
         const Floats2d P = model.predict(ids);
         CHECK(model.uses_plan());
-        const LayersOnly layers;
-        CHECK(same(P, model.predict(ids)));
+        CHECK(same(P, unfused(model).predict(ids)));
     }
 }
 
@@ -92,8 +84,7 @@ TEST_CASE("engine: the caller may free X before calling backprop", "[engine]") {
     const Floats2d scribble = random_array(10, 8, 4);      // likely takes the freed block
     const Floats2d dX = backprop(dY);
     CHECK(model.uses_plan());
-    const LayersOnly layers;
-    auto [Yb, bpb] = b.begin_update(X);
+    auto [Yb, bpb] = unfused(b).begin_update(X);
     CHECK(same(bpb(dY), dX));
     CHECK(all_params(b, true) == all_params(model, true));
     CHECK(scribble.size() == 80);
@@ -114,10 +105,9 @@ TEST_CASE("engine: params_only gives backprop's gradients without dX", "[engine]
     CHECK(b.uses_plan());
     CHECK(all_params(a, true) == all_params(b, true));
     // The layers' path too (it makes dX and drops it).
-    const LayersOnly layers;
     auto c = Relu<16>() >> Softmax<4>();
     c.initialize(X);
-    auto [Yc, bpc] = c.begin_update(X);
+    auto [Yc, bpc] = unfused(c).begin_update(X);
     bpc.params_only(random_array(12, 4, 23));
     CHECK(!c.uses_plan());
     CHECK(testing::nonzero(c.walk()[2]->get_grad("W")));  // softmax (its W starts at zero: relu gets no gradient)
@@ -141,10 +131,7 @@ TEST_CASE("engine: the plan follows the model through re-initialisation", "[engi
     const Floats2d P = model.predict(X2);
     CHECK(P.shape(1) == 9);
     CHECK(model.uses_plan());
-    {
-        const LayersOnly layers;
-        CHECK(same(P, model.predict(X2)));
-    }
+    CHECK(same(P, unfused(model).predict(X2)));
     CHECK_THROWS_WITH(held.predict(X2), Contains("tenon-E172") && Contains("lower(model) again"));
     CHECK_THROWS_WITH(held.begin_update(X2), Contains("tenon-E172"));
     // A backprop made before the change refuses too.
@@ -220,11 +207,7 @@ TEST_CASE("engine: predict from many threads gives the same bits", "[engine][thr
     auto model = Relu<32>({.dropout = 0.2, .normalize = true}) >> Softmax<4>();
     const Floats2d X = random_array(40, 16, 11);
     model.initialize(X);
-    Floats2d want;
-    {
-        const LayersOnly layers;
-        want = model.predict(X);
-    }
+    const Floats2d want = unfused(model).predict(X);
     std::atomic<int> bad{0};
     std::vector<std::thread> ts;
     for (int t = 0; t < 4; ++t)
@@ -248,4 +231,63 @@ TEST_CASE("engine: models the plan does not run keep their layers' path", "[engi
     auto model = Relu<8, 6>() >> Softmax<3>();
     model.initialize();
     CHECK_THROWS_WITH(model.predict(random_array(2, 5, 1)), Contains("tenon-E101") && Contains("relu"));
+}
+
+// Models whose types tell that the plan places every layer run only their plan: their layers'
+// training path is not compiled (lowering::plan_only); the calls the plan does not take
+// still behave as the layers' did.
+namespace {
+using Mlp = decltype(Relu<12>({.dropout = 0.5}) >> Relu<3>());
+using Tagger = decltype(list2ragged<Ints2d>() >> with_array<BasicRagged<Ints2d>>(HashEmbed<8>(100, 1u, 0, 0.0)) >>
+                        ragged2list() >> with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<8>()), 2), 1) >>
+                        with_array<List<Floats2d>>(Softmax<4>()));
+static_assert(lowering::plan_only<Mlp>::value && lowering::plan_only<Tagger>::value);
+// A first row op (the walk opens no stage for it), a sequence plan over floats (its width is
+// the model's nI, a value): not known from the types, so the layers' path stays.
+static_assert(!lowering::plan_only<decltype(Dropout() >> Relu<4>())>::value);
+static_assert(!lowering::plan_only<decltype(list2ragged<Floats2d>() >> with_array<Ragged>(Relu<4>()) >> ragged2list())>::value);
+}  // namespace
+
+TEST_CASE("engine: a model that runs only its plan, on what the plan does not take", "[engine]") {
+    auto model = Relu<12>({.dropout = 0.5}) >> Relu<3>();  // (a Softmax's W starts at zero)
+    model.initialize(random_array(4, 6, 1));
+    // No rows: the output of no rows, a backprop that gives dX of no rows and adds nothing.
+    auto [Y, bp] = model.begin_update(Floats2d({0, 6}));
+    CHECK(Y.shape() == std::array<std::size_t, 2>{0, 3});
+    const Floats2d dX = bp(Floats2d({0, 3}));
+    CHECK(dX.shape() == std::array<std::size_t, 2>{0, 6});
+    for (const auto& g : all_params(model, true))
+        for (float v : g) CHECK(v == 0.0f);
+    // Another width: the layers' error, the layer named.
+    CHECK_THROWS_WITH(model.begin_update(random_array(2, 5, 1)), Contains("tenon-E101") && Contains("relu"));
+    // model(X, false): the plan's training pass without dropout, as the layers' is_train=false.
+    const Floats2d X = random_array(8, 6, 2);
+    const auto near = [](const Floats2d& a, const Floats2d& b) {
+        if (a.shape() != b.shape()) return false;
+        for (std::size_t i = 0; i < a.size(); ++i)
+            if (!(std::abs(a.data()[i] - b.data()[i]) <= 1e-6f)) return false;
+        return true;
+    };
+    auto [Yt, bpt] = model(X, false);
+    CHECK(near(Yt, model.predict(X)));  // (dropout 0.5 drawn: far from it)
+    auto [Yu, bpu] = unfused(model)(X, false);
+    CHECK(near(Yt, Yu));
+    const Floats2d dY = random_array(8, 3, 3);
+    CHECK(near(bpt(dY), bpu(dY)));
+    auto [Yd, bpd] = model(X, true);  // (and training still drops)
+    CHECK(!near(Yd, Yt));
+    // Sequences: an empty batch and documents of no words train to nothing.
+    auto tagger = Tagger(list2ragged<Ints2d>() >> with_array<BasicRagged<Ints2d>>(HashEmbed<8>(100, 1u, 0, 0.0)) >>
+                         ragged2list() >> with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> Maxout<8>()), 2), 1) >>
+                         with_array<List<Floats2d>>(Softmax<4>()));
+    tagger.initialize(List<Ints2d>{Ints2d({3, 1})});
+    auto [Ye, bpe] = tagger.begin_update(List<Ints2d>{});
+    CHECK(Ye.size() == 0);
+    CHECK(bpe(List<Floats2d>{}).size() == 0);
+    auto [Yz, bpz] = tagger.begin_update(List<Ints2d>{Ints2d({0, 1}), Ints2d({0, 1})});
+    REQUIRE(Yz.size() == 2);
+    CHECK(Yz[1].shape() == std::array<std::size_t, 2>{0, 4});
+    CHECK(bpz(List<Floats2d>{Floats2d({0, 4}), Floats2d({0, 4})}).size() == 2);
+    // Ids of other columns: the table's error.
+    CHECK_THROWS_WITH(tagger.begin_update(List<Ints2d>{Ints2d({2, 1}), Ints2d({2, 3})}), Contains("tenon-E"));
 }

@@ -437,55 +437,51 @@ TEST_CASE("errors: a zero width is refused (E260)", "[errors]") {
 // running the layers (list2ragged of no arrays would give 0 columns, and Softmax E260).
 TEST_CASE("errors: predict on an empty batch of sequences gives an empty output", "[errors]") {
     for (const bool plans : {true, false}) {
-        set_use_plans(plans);
         auto tc = with_array<List<Ints2d>>(HashEmbed<16>(1000, 1u)) >> list2ragged() >> reduce_mean() >> Softmax<3>();
         tc.initialize(List<Ints2d>{Ints2d({3, 1}, {1, 2, 3})});
-        const Floats2d P = tc.predict(List<Ints2d>{});
+        const Floats2d P = testing::predict_via(plans, tc, List<Ints2d>{});
         CHECK(P.shape() == Floats2d::shape_type{0, 3});
-        CHECK(tc.predict(List<Ints2d>{Ints2d({0, 1})}).shape() == Floats2d::shape_type{1, 3});  // one doc, no words
+        CHECK(testing::predict_via(plans, tc, List<Ints2d>{Ints2d({0, 1})}).shape() == Floats2d::shape_type{1, 3});  // one doc, no words
 
         auto seq = with_array<List<Floats2d>>(Relu<6>()) >> list2ragged() >> with_array<Ragged>(Softmax<3>());
         seq.initialize(List<Floats2d>{Floats2d({2, 4})});
-        const Ragged R = seq.predict(List<Floats2d>{});
+        const Ragged R = testing::predict_via(plans, seq, List<Floats2d>{});
         CHECK(R.size() == 0u);
         CHECK(R.data().shape() == Floats2d::shape_type{0, 3});
 
         auto tagger = with_array<List<Floats2d>>(Relu<6>() >> Softmax<5>());
         tagger.initialize(List<Floats2d>{Floats2d({2, 4})});
-        CHECK(tagger.predict(List<Floats2d>{}).empty());
+        CHECK(testing::predict_via(plans, tagger, List<Floats2d>{}).empty());
 
         auto padded = with_array<Padded>(Relu<6>());
         padded.initialize(to_padded(List<Floats2d>{Floats2d({2, 4})}));
-        const Padded Z = padded.predict(to_padded(List<Floats2d>{}));
+        const Padded Z = testing::predict_via(plans, padded, to_padded(List<Floats2d>{}));
         CHECK(Z.size() == 0u);
         CHECK(Z.data().shape(2) == 6u);
     }
-    set_use_plans(true);
 }
 
 // An id out of range in one document of a batch names the document and its row, not only the
 // row of the batch's rows back to back (which the user never saw).
 TEST_CASE("errors: an embedding's bad id names its sequence and row", "[errors]") {
     for (const bool plans : {true, false}) {
-        set_use_plans(plans);
         auto tc = with_array<List<Ints2d>>(Embed<16>(50)) >> list2ragged() >> reduce_mean() >> Softmax<3>();
         List<Ints2d> docs;
         for (int d = 0; d < 1000; ++d) docs.push_back(Ints2d({4, 1}, {1, 2, 3, 4}));
         tc.initialize(docs);
         docs[700] = Ints2d({4, 1}, {1, 2, 77, 4});
-        CHECK_THAT(error_message([&] { (void)tc.predict(docs); }),
+        CHECK_THAT(error_message([&] { (void)testing::predict_via(plans, tc, docs); }),
                    Contains("tenon-E193") && Contains("id 77 (row 2802: sequence 700, row 2) is out of range"));
-        CHECK_THAT(error_message([&] { (void)tc.begin_update(docs); }), Contains("(row 2802: sequence 700, row 2)"));
+        CHECK_THAT(error_message([&] { (void)testing::update_via(plans, tc, docs); }), Contains("(row 2802: sequence 700, row 2)"));
         // Over a Ragged, and with empty documents before it; a lone Embed keeps the plain row.
         auto rg = with_array<BasicRagged<Ints2d>>(Embed<4>(50));
         rg.initialize(BasicRagged<Ints2d>(Ints2d({2, 1}, {1, 2}), {2}));
-        CHECK_THAT(error_message([&] { (void)rg.predict(BasicRagged<Ints2d>(Ints2d({3, 1}, {1, 2, -5}), {0, 2, 0, 1})); }),
+        CHECK_THAT(error_message([&] { (void)testing::predict_via(plans, rg, BasicRagged<Ints2d>(Ints2d({3, 1}, {1, 2, -5}), {0, 2, 0, 1})); }),
                    Contains("id -5 (row 2: sequence 3, row 0) is negative"));
         Embed<4> lone(50);
         lone.initialize(Ints2d({2, 1}, {1, 2}));
-        CHECK_THAT(error_message([&] { (void)lone.predict(Ints2d({2, 1}, {1, 60})); }), Contains("id 60 (row 1) is out"));
+        CHECK_THAT(error_message([&] { (void)testing::predict_via(plans, lone, Ints2d({2, 1}, {1, 60})); }), Contains("id 60 (row 1) is out"));
     }
-    set_use_plans(true);
 }
 
 // Run-time width errors have run-time ids: none reuses the compile-time id E001.

@@ -584,8 +584,7 @@ TEST_CASE("layers: MultiSoftmax gives a distribution per group; bad groups, widt
     REQUIRE(a.uses_plan());
     Floats2d Yb, dXb;
     {
-        const LayersOnly layers;
-        auto [y, bpb] = b.begin_update(X);
+        auto [y, bpb] = unfused(b).begin_update(X);
         dXb = bpb(dY);
         Yb = std::move(y);
     }
@@ -798,10 +797,9 @@ TEST_CASE("layers: a classifier with ParametricAttention trains; the plan leaves
         model2.finish_update(opt);
     }
     CHECK(last < 0.5 * first);
-    // With plans off, the same values (to rounding: the plan's products run over other row blocks).
+    // Its layers alone, the same values (to rounding: the plan's products run over other row blocks).
     const Floats2d P1 = model.predict(X);
-    const LayersOnly layers;
-    const Floats2d P2 = model.predict(X);
+    const Floats2d P2 = unfused(model).predict(X);
     REQUIRE(P2.size() == P1.size());
     for (std::size_t i = 0; i < P1.size(); ++i) CHECK(std::abs(P1.data()[i] - P2.data()[i]) <= 1e-5f);
 }

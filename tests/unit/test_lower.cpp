@@ -52,12 +52,12 @@ struct Vec {
 template <class M, class X>
 std::string check_plan(M& model, const X& x, std::uint64_t seed, bool compare_dx = true) {
     auto plan = lower(model);
-    const LayersOnly layers;  // the model's own calls run its layers: the reference
-    check_close(plan.predict(x), model.predict(x), "predict");
+    auto layers = unfused(model);  // the model's layers, each by itself: the reference
+    check_close(plan.predict(x), layers.predict(x), "predict");
     for (int step = 0; step < 2; ++step) {  // twice: the workspace is reused
         zero_grads(model);
         fix_random_seed(seed + step);
-        auto [Y1, bp1] = model.begin_update(x);
+        auto [Y1, bp1] = layers.begin_update(x);
         const Floats2d dY = random_array(Y1.shape(0), Y1.shape(1), seed + 100 + step);
         auto dX1 = bp1(dY);
         const auto g1 = grads(model);
@@ -126,7 +126,6 @@ TEST_CASE("lower: training through the plan equals the model's own training", "[
     a.initialize(X);
     auto b = a;  // the same weights
     auto plan = lower(b);
-    const LayersOnly layers;  // a trains through its layers
     Optimizer oa = Adam(0.01), ob = Adam(0.01);
     for (int step = 0; step < 6; ++step) {
         const Floats2d dY = random_array(40, 6, 200 + step);
@@ -135,7 +134,7 @@ TEST_CASE("lower: training through the plan equals the model's own training", "[
         const int passes = step == 2 ? 2 : step == 5 ? 0 : 1;
         for (int k = 0; k < passes; ++k) {
             fix_random_seed(50 + step * 2 + k);
-            auto [Ya, bpa] = a.begin_update(X);
+            auto [Ya, bpa] = unfused(a).begin_update(X);  // a trains through its layers
             bpa(dY);
             fix_random_seed(50 + step * 2 + k);
             auto [Yb, bpb] = plan.begin_update(X);

@@ -137,6 +137,18 @@ TEST_CASE("model api: replace_node copies a model of the same type into the node
         }
         CHECK(values(cl[0].layer().get_param("W")) == W);  // unchanged
     }
+    SECTION("a replacement seen only as a Node: E233 (its copy is compiled for the type it is passed as)") {
+        const Node& as_node = repl;
+        const auto W = values(cl[0].layer().get_param("W"));
+        try {
+            model.replace_node(cl[0], as_node);
+            FAIL("no error");
+        } catch (const Error& e) {
+            CHECK(e.id() == "tenon-E233");
+            CHECK_THAT(e.what(), Contains("as its own model type"));
+        }
+        CHECK(values(cl[0].layer().get_param("W")) == W);  // unchanged
+    }
     SECTION("the root itself") {
         auto other = make_model();
         other.initialize(random_array(4, 3, 9));

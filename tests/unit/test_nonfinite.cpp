@@ -330,8 +330,7 @@ TEST_CASE("nonfinite: a Relu passes a NaN on, as Thinc's does, on the plan and o
     const Floats2d X({4, 1}, {kNaN, -kInf, kInf, 2.0f});
     set_check_finite_inputs(false);
     for (const bool plans : {true, false}) {
-        set_use_plans(plans);
-        const Floats2d Y = model.predict(X);
+        const Floats2d Y = testing::predict_via(plans, model, X);
         for (std::size_t j = 0; j < 3; ++j) CHECK(std::isnan(Y(0, j)));
         CHECK(Y(1, 0) == 0.0f);
         CHECK(Y(1, 1) == 0.0f);
@@ -341,6 +340,5 @@ TEST_CASE("nonfinite: a Relu passes a NaN on, as Thinc's does, on the plan and o
         CHECK(Y(3, 1) == 4.0f);
         CHECK(Y(3, 2) == 0.0f);
     }
-    set_use_plans(true);
     set_check_finite_inputs(true);
 }

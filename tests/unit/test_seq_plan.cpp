@@ -3,7 +3,7 @@
 // with_array with and without pad, clone, residual, the dense layers) and gives what its
 // layers give: outputs, the input's gradient, every parameter's gradient and the weights
 // after training steps, with dropout. The reference is the same model's layers
-// (set_use_plans(false)), which the oracle tests check against Thinc.
+// (unfused(model)), which the oracle tests check against Thinc.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -111,9 +111,8 @@ void train_side_by_side(M& a, const std::vector<X>& batches, int steps, double t
         decltype(Ya) Yb;
         std::remove_cvref_t<decltype(dXa)> dXb;
         {
-            const LayersOnly layers;
             fix_random_seed(70 + step);
-            auto [y, bpb] = b.begin_update(x);
+            auto [y, bpb] = unfused(b).begin_update(x);
             dXb = bpb(dY);
             Yb = std::move(y);
         }
@@ -123,19 +122,12 @@ void train_side_by_side(M& a, const std::vector<X>& batches, int steps, double t
             CHECK(max_diff(dXa.data(), dXb.data()) <= tol);
         CHECK(max_diff(testing::all_grads(a), testing::all_grads(b)) <= 5 * tol);
         a.finish_update(oa);
-        {
-            const LayersOnly layers;
-            b.finish_update(ob);
-        }
+        b.finish_update(ob);
         CHECK(max_diff(all_params(a), all_params(b)) <= tol);
         // predict, too
         const auto Pa = a.predict(x);
         REQUIRE(a.uses_plan());
-        std::remove_cvref_t<decltype(Pa)> Pb;
-        {
-            const LayersOnly layers;
-            Pb = b.predict(x);
-        }
+        const auto Pb = unfused(b).predict(x);
         CHECK(max_diff(Pa, Pb) <= tol);
     }
 }
@@ -192,11 +184,7 @@ TEST_CASE("sequence plan: float sequences, Ragged in and out, concatenate with n
         CHECK_THAT(describe_plan(model), Contains("per sequence"));
         Ragged Ya = model.predict(R);
         REQUIRE(model.uses_plan());
-        Ragged Yb;
-        {
-            const LayersOnly layers;
-            Yb = model.predict(R);
-        }
+        const Ragged Yb = unfused(model).predict(R);
         CHECK(max_diff(Ya.data(), Yb.data()) <= 1e-6);
         CHECK(Ya.lengths().size() == Yb.lengths().size());
     }
@@ -219,11 +207,7 @@ TEST_CASE("sequence plan: a re-initialised model gets a new plan; a held plan re
     REQUIRE(model.uses_plan());
     REQUIRE(P.size() == X2.size());
     CHECK(P[0].shape(1) == 9);
-    List<Floats2d> Q;
-    {
-        const LayersOnly layers;
-        Q = model.predict(X2);
-    }
+    const List<Floats2d> Q = unfused(model).predict(X2);
     CHECK(max_diff(P, Q) <= 1e-6);
     CHECK_THROWS_WITH(held.predict(X2), Contains("tenon-E172") && Contains("lower(model) again"));
 }
@@ -251,11 +235,7 @@ TEST_CASE("sequence plan: an error inside a planned stage names its layer by its
     X.push_back(Ints2d({2, 3}));
     const std::string planned = error_message([&] { (void)model.predict(X); });
     REQUIRE(model.uses_plan());
-    std::string layers;
-    {
-        const LayersOnly only;
-        layers = error_message([&] { (void)model.predict(X); });
-    }
+    const std::string layers = error_message([&] { (void)unfused(model).predict(X); });
     // (Four tables: without the path, "hashembed" would not say which one.)
     CHECK_THAT(planned, Contains("tenon-E194") && Contains("chain>1>with_array>concatenate>3>hashembed: column 3"));
     CHECK(planned == layers);
@@ -309,11 +289,7 @@ TEST_CASE("sequence plan: reductions give one row per sequence, and the head run
         List<Floats2d> G = floats_like(docs(3, 1, 4, 41), 6, 42);
         G[1] = Floats2d({0, 6});
         const std::string through_plan = error_message([&] { (void)model.predict(G); });
-        std::string through_layers;
-        {
-            const LayersOnly layers;
-            through_layers = error_message([&] { (void)model.predict(G); });
-        }
+        const std::string through_layers = error_message([&] { (void)unfused(model).predict(G); });
         CHECK_THAT(through_plan, Contains("tenon-E190") && Contains("sequence 1 has length 0"));
         CHECK(through_plan == through_layers);
         auto [Y, bp] = model.begin_update(F);
@@ -431,8 +407,7 @@ TEST_CASE("sequence plan: an LSTM or attention model's plan is remade after init
     auto other = bilstm_tagger(0.0, 0.0);
     other.initialize(X);
     {
-        const LayersOnly layers;  // (one step of training: other values)
-        auto [Y, bp] = other.begin_update(X);
+        auto [Y, bp] = unfused(other).begin_update(X);  // (one step of training: other values)
         bp(grads_like(Y, 7));
         Optimizer opt = Adam(0.05);
         other.finish_update(opt);
@@ -440,11 +415,7 @@ TEST_CASE("sequence plan: an LSTM or attention model's plan is remade after init
     model.from_bytes(other.to_bytes());
     const List<Floats2d> P1 = model.predict(X);
     REQUIRE(model.uses_plan());
-    List<Floats2d> Q1;
-    {
-        const LayersOnly layers;
-        Q1 = model.predict(X);
-    }
+    const List<Floats2d> Q1 = unfused(model).predict(X);
     CHECK(max_diff(P1, Q1) <= 1e-6);
     CHECK(max_diff(P0, P1) > 1e-4);
     CHECK(max_diff(all_params(model), all_params(other)) == 0.0);
@@ -459,11 +430,7 @@ TEST_CASE("sequence plan: an LSTM or attention model's plan is remade after init
     model = deeper;
     const List<Floats2d> P2 = model.predict(X);
     REQUIRE(model.uses_plan());
-    List<Floats2d> Q2;
-    {
-        const LayersOnly layers;
-        Q2 = model.predict(X);
-    }
+    const List<Floats2d> Q2 = unfused(model).predict(X);
     CHECK(max_diff(P2, Q2) <= 1e-6);
     CHECK_THROWS_WITH(held.predict(X), Contains("tenon-E172") && Contains("lower(model) again"));
 }

@@ -443,20 +443,14 @@ public:
     struct Backprop {
         FlatTuple<typename Ls::Backprop...> bps;
         lowering::EngineBackprop<In, OutView> engine;  // set when the plan ran the forward pass
+        // The layers' backward pass, set by the layers' forward pass (forward_impl): compiled
+        // only where that is, so a model that runs only its plan compiles neither.
+        In (*layers_backward)(const Backprop&, OutView) = nullptr;
         In operator()(OutView dY) const {
             if (engine) return engine(dY);
-            if constexpr (homogeneous) {
-                using T = detail::chain_tables<Out, OutView, Ls...>;
-                if constexpr (N == 1) {
-                    return get<0>(bps)(dY);
-                } else {
-                    Out d = T::backprop[N - 2](bps.address(N - 1), dY);
-                    for (std::size_t i = N - 2; i > 0; --i) d = T::backprop[i - 1](bps.address(i), d);
-                    return get<0>(bps)(d);
-                }
-            } else {
-                return backward_from<N - 1>(dY);
-            }
+            if (!layers_backward) [[unlikely]]
+                detail::throw_empty_backprop();
+            return layers_backward(*this, dY);
         }
         // The parameters' gradients alone, for a training loop that discards dX: through the
         // plan, the product that makes dX is skipped (as large as the first layer's forward).
@@ -466,6 +460,21 @@ public:
         }
 
     private:
+        friend Chain;
+        static In backward(const Backprop& b, OutView dY) {
+            if constexpr (homogeneous) {
+                using T = detail::chain_tables<Out, OutView, Ls...>;
+                if constexpr (N == 1) {
+                    return get<0>(b.bps)(dY);
+                } else {
+                    Out d = T::backprop[N - 2](b.bps.address(N - 1), dY);
+                    for (std::size_t i = N - 2; i > 0; --i) d = T::backprop[i - 1](b.bps.address(i), d);
+                    return get<0>(b.bps)(d);
+                }
+            } else {
+                return b.backward_from<N - 1>(dY);
+            }
+        }
         template <std::size_t I, class D>
         auto backward_from(const D& d) const {
             auto dX = get<I>(bps)(d);
@@ -618,6 +627,7 @@ private:
     std::pair<Out, Backprop> forward_impl(InView X, bool is_train) {
         require_layers();
         Backprop bp;
+        bp.layers_backward = &Backprop::backward;
         if constexpr (homogeneous) {
             auto [y0, b0] = get<0>(layers_).update_inner(X, is_train);
             get<0>(bp.bps) = std::move(b0);

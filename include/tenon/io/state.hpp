@@ -50,8 +50,6 @@ ModelState capture(const Node& model);
 // capture() for a file: a parameter holding NaN or inf is refused (tenon-E119, its path, the
 // count and the first position): such a file could only make NaN outputs, and loading refuses it.
 ModelState capture_to_save(const Node& model);
-// The first non-finite value of values[0, n) (n when all are finite).
-std::size_t first_nonfinite(const float* values, std::size_t n) noexcept;
 
 // Checks `state` against the model and applies it, or throws LoadError and changes nothing.
 // Checked: the same number of nodes with the same names; the same dim names, each value

@@ -18,34 +18,6 @@
 #include "tenon/model/node.hpp"
 #include "tenon/types/array.hpp"
 
-namespace tenon {
-namespace lowering {
-// TENON_USE_PLANS=0 in the environment starts a process with plans off.
-inline bool plans_default() noexcept {
-    const char* v = std::getenv("TENON_USE_PLANS");
-    return !(v && v[0] == '0' && v[1] == '\0');
-}
-inline std::atomic<bool> plans_on{plans_default()};
-}  // namespace lowering
-// Whether a model's own predict / begin_update run through its plan (the default). Off, each
-// layer runs by itself, as the plan's stages are checked against (tests, or to look at one
-// layer's behaviour alone); the results are the same up to rounding. Process-wide; starts
-// off when the environment has TENON_USE_PLANS=0.
-inline void set_use_plans(bool on) noexcept { lowering::plans_on.store(on, std::memory_order_relaxed); }
-inline bool use_plans() noexcept { return lowering::plans_on.load(std::memory_order_relaxed); }
-// set_use_plans(false) for a scope.
-class LayersOnly {
-public:
-    LayersOnly() noexcept : was_(use_plans()) { set_use_plans(false); }
-    ~LayersOnly() { set_use_plans(was_); }
-    LayersOnly(const LayersOnly&) = delete;
-    LayersOnly& operator=(const LayersOnly&) = delete;
-
-private:
-    bool was_;
-};
-}  // namespace tenon
-
 namespace tenon::lowering {
 
 // A model's plans. The current one is read with one atomic load per call; a plan made
@@ -172,6 +144,14 @@ bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, type
 template <class M>
 bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
                     EngineBackprop<typename M::In, typename M::OutView>& bp);
+// A model that runs only its plan (lower.hpp: its type tells that the walk places every layer):
+// its training call. Where the plan does not take the input, the layers' predict gives their
+// error, and an input of no rows gives the output of no rows and a backprop that adds nothing.
+template <class M>
+struct plan_only;
+template <class M>
+void engine_train(M& model, EngineSlot& slot, typename M::InView X, bool is_train, typename M::Out& Y,
+                  EngineBackprop<typename M::In, typename M::OutView>& bp);
 // model.freeze_weights() / thaw_weights(): the slot's setting, applied to the current plan
 // (made now when there is none); false when the model runs no plan. frozen_values: the held
 // plan's (Plan::frozen_values), 0 without one.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -437,6 +438,153 @@ inline constexpr bool engine_types =
     (std::is_same_v<typename M::Out, Floats2d> ||
      (seq_type<typename M::In>::value && seq_type<typename M::Out>::value && !seq_type<typename M::Out>::ints));
 
+// Where the walk stands between two layers, as far as a model's type tells (the walk's state
+// that decides whether it can place the next layer): the rows of a Floats2d plan before its
+// first stage (f_start: where a "head" may read another type) and after; a sequence plan's
+// ids, its floats on the input's rows, on a padded space (inside with_array's pad), or one row
+// per sequence (after a reduction). `no`: the walk would refuse (tenon-E170).
+namespace spot {
+inline constexpr int no = -1, f_start = 0, f_rows = 1, ids = 2, rows = 3, pad = 4, docs = 5;
+}
+// placement<L>::at(s): the state after L, walked from s, mirroring add() above rule for rule,
+// but only where the rule's outcome follows from the types (a rule that also depends on
+// values the type does not fix gives `no`). spaces: the row spaces L may add (pads, and the
+// sequences' rows of a reduction), at most.
+template <class L>
+struct placement;
+template <class C>
+using placement_of = placement<std::remove_cvref_t<C>>;
+template <class... Bs>
+constexpr int branches_at(int s, const std::tuple<Bs...>*) {
+    const int r[] = {placement<Bs>::at(s)...};
+    for (int x : r)
+        if (x != r[0]) return spot::no;
+    return r[0] == spot::ids ? spot::no : r[0];
+}
+// (Loops over tables, not folds: a chain of 500 layers is one expression of 500 terms, over
+// clang's nesting limit of 256.)
+constexpr int sum_of(std::initializer_list<int> v) {
+    int n = 0;
+    for (int x : v) n += x;
+    return n;
+}
+template <class... Bs>
+constexpr int branches_spaces(const std::tuple<Bs...>*) {
+    return sum_of({0, placement<Bs>::spaces...});
+}
+template <class... Ls>
+struct placement<Chain<Ls...>> {
+    static constexpr int at(int s) {
+        constexpr int (*steps[])(int) = {&placement<Ls>::at...};
+        for (auto step : steps) s = step(s);
+        return s;
+    }
+    static constexpr int spaces = sum_of({0, placement<Ls>::spaces...});
+};
+template <class L>
+struct placement {
+    using In = typename L::In;
+    static constexpr bool out_floats = std::is_same_v<typename L::Out, Floats2d>;
+    static constexpr int rows_of(int s) { return s == spot::f_start ? spot::f_rows : s; }
+    // A "layer" stage (add_layer): a Floats2d -> Floats2d layer anywhere on floats.
+    static constexpr int layer_stage(int s) {
+        if constexpr (!out_floats || !std::is_same_v<In, Floats2d>) return spot::no;
+        else return s == spot::ids ? spot::no : rows_of(s);
+    }
+    static constexpr int at(int s) {
+        if (s == spot::no) return spot::no;
+        if constexpr (!std::is_same_v<In, Floats2d>)  // a head: the first layer of a Floats2d plan
+            if (s == spot::f_start || s == spot::f_rows) return out_floats && s == spot::f_start ? spot::f_rows : spot::no;
+        if (s == spot::ids && !(lowered_as_a<L, TableStage> || lowered_as_a<L, SameRows> ||
+                              lowered_as_a<L, ConcatBranches> || lowered_as_a<L, OnRows> || reads_ids<L>()))
+            return spot::no;
+        if constexpr (is_residual<L>) {
+            const int r = placement_of<decltype(std::declval<L&>().layer())>::at(s);
+            return r != spot::ids && r == rows_of(s) ? r : spot::no;
+        } else if constexpr (is_dense<L> || lowered_as_a<L, MaxoutStage>) {
+            return rows_of(s);
+        } else if constexpr (lowered_as_a<L, RowOpStage>) {
+            return s == spot::f_start ? spot::no : s;
+        } else if constexpr (lowered_as_a<L, SameRows>) {
+            return s;
+        } else if constexpr (lowered_as_a<L, TableStage>) {
+            return std::is_same_v<In, Ints2d> && s == spot::ids ? spot::rows : spot::no;
+        } else if constexpr (lowered_as_a<L, WindowStage>) {
+            if constexpr (!std::is_same_v<In, Floats2d>) return s == spot::rows ? spot::rows : spot::no;
+            else return rows_of(s);
+        } else if constexpr (lowered_as_a<L, ReduceStage>) {
+            return s == spot::rows ? spot::docs : spot::no;
+        } else if constexpr (lowered_as_a<L, SeqLayerStage>) {
+            if constexpr (has_keys<L>()) return spot::no;
+            else if constexpr (reads_ids<L>()) return std::is_same_v<In, Ints2d> && s == spot::ids ? spot::rows : spot::no;
+            else return s == spot::rows ? spot::rows : spot::no;
+        } else if constexpr (lowered_as_a<L, OnRows>) {
+            if constexpr (!L::plan_rows) {
+                return spot::no;
+            } else {
+                using I = placement_of<decltype(std::declval<L&>().layer())>;
+                const int r = I::at(s);
+                // (the pad is a value: both of the walk's ways must place the layer)
+                if constexpr (L::plan_pads) return s == spot::rows && r == spot::rows && I::at(spot::pad) == spot::pad ? r : spot::no;
+                else return r;
+            }
+        } else if constexpr (lowered_as_a<L, ConcatBranches>) {
+            return branches_at(s, static_cast<const std::remove_cvref_t<decltype(std::declval<L&>().layers())>*>(nullptr));
+        } else if constexpr (lowered_as_a<L, CloneCopies>) {
+            using C = decltype(std::declval<L&>()[0]);
+            if constexpr (fully_fused<std::remove_cvref_t<C>>::value) {
+                // (any number of copies, none included, ends where it starts)
+                const int r = placement_of<C>::at(s);
+                return r != spot::no && r == rows_of(s) && placement_of<C>::at(r) == r ? r : spot::no;
+            } else {
+                return layer_stage(s);
+            }
+        } else {
+            return layer_stage(s);
+        }
+    }
+    static constexpr int spaces = [] {
+        if constexpr (is_residual<L> || lowered_as_a<L, OnRows>) {
+            int n = placement_of<decltype(std::declval<L&>().layer())>::spaces;
+            if constexpr (lowered_as_a<L, OnRows>) n += L::plan_pads ? 1 : 0;
+            return n;
+        } else if constexpr (lowered_as_a<L, ConcatBranches>) {
+            return branches_spaces(static_cast<const std::remove_cvref_t<decltype(std::declval<L&>().layers())>*>(nullptr));
+        } else if constexpr (lowered_as_a<L, CloneCopies>) {
+            return placement_of<decltype(std::declval<L&>()[0])>::spaces;
+        } else if constexpr (lowered_as_a<L, ReduceStage>) {
+            return 1;
+        } else {
+            return 0;
+        }
+    }();
+};
+// Whether a model's own calls run only its plan: a chain of types the plan takes whose walk,
+// from its type alone, places every layer (placement above: a sequence plan's input of ids,
+// not too many row spaces). Its layers' training path is then not compiled at all (it could
+// not run); unfused(model) runs it on request (docs/lowering.md, "The layers' path"). Any other
+// chain keeps it, for the plans its walk refuses at run time.
+template <class M>
+struct plan_only {
+    static constexpr bool value = [] {
+        if constexpr (!chain_walk<M>::is_chain || !engine_types<M>) {
+            return false;
+        } else {
+            using In = typename M::In;
+            using Out = typename M::Out;
+            if (placement<M>::spaces > static_cast<int>(max_spaces) - 1) return false;
+            if constexpr (seq_type<In>::value) {
+                // (a sequence plan over floats takes its input width from the model's nI: a
+                // value; over ids, the first stage's table gives every width)
+                if constexpr (!seq_type<In>::ints) return false;
+                else return placement<M>::at(spot::ids) == (seq_type<Out>::value ? spot::rows : spot::docs);
+            } else {
+                return placement<M>::at(spot::f_start) == spot::f_rows;
+            }
+        }
+    }();
+};
+
 }  // namespace lowering
 
 // The plan of a model (see the top of this file). Copyable; refers to the model: once the
@@ -565,10 +713,12 @@ public:
     }
     // The same into a given Backprop; copy_input: keep a copy of X in it (the model's own
     // begin_update, whose caller may free X before calling backprop). A sequence plan always
-    // keeps what it needs in its workspace.
-    Out forward(InView X, Backprop& bp, bool copy_input) {
+    // keeps what it needs in its workspace. train false: the same pass with no dropout
+    // (model(X, false): detail::InferencePass).
+    Out forward(InView X, Backprop& bp, bool copy_input, bool train = true) {
         require_current();
         const detail::MemoryScope memory(model_->ops().memory());
+        const detail::InferencePass inference(!train);
         bp.plan = this;
         return Run::forward(p_, model_->ops(), X, bp.state, reinterpret_cast<char*>(&bp.store), copy_input);
     }
@@ -669,7 +819,10 @@ const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
     if constexpr (!engine_types<M>) {
         return nullptr;
     } else {
-        if (!use_plans()) return nullptr;
+        // A model that runs only its plan keeps one that fuses nothing too (plan_only); a walk
+        // that refuses (a model made inconsistent by hand: set_dim on a layer inside) gives
+        // null, and the caller says why (engine_train).
+        constexpr bool only = plan_only<M>::value;
         const auto* plan = static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
         if (plan && plan->is_current()) [[likely]]
             return plan;
@@ -684,7 +837,7 @@ const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
         } catch (const Error&) {
             made = nullptr;
         }
-        if (!made || !made->fuses()) {
+        if (!made || (!only && !made->fuses())) {
             slot.current.store(nullptr, std::memory_order_release);
             slot.none_at.store(now, std::memory_order_release);
             return nullptr;
@@ -724,11 +877,65 @@ bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M
     }
 }
 
+// The backprop of a training call on no rows (plan_only's engine_train): the input's gradient
+// is its shape of no rows, and no parameter's gradient moves.
+template <class In, class OutView>
+struct NoRowsBackprop {
+    In dX{};
+    In operator()(OutView) const { return dX; }
+    void params_only(OutView) const {}
+};
+template <class X>
+std::size_t input_rows(const X& x) {
+    if constexpr (requires { x.shape(0); }) {
+        return x.shape(0);
+    } else if constexpr (requires { x.data().shape(0); }) {
+        return x.data().shape(0);
+    } else {
+        std::size_t n = 0;
+        for (const auto& a : x) n += a.shape(0);
+        return n;
+    }
+}
+[[noreturn]] void throw_plan_input(const std::string& model_name);
+
+template <class M>
+void engine_train(M& model, EngineSlot& slot, typename M::InView X, bool is_train, typename M::Out& Y,
+                  EngineBackprop<typename M::In, typename M::OutView>& bp) {
+    const Plan<M>* plan = engine_plan(model, slot);
+    if (!plan) [[unlikely]] {
+        // The walk refused: the layers' predict gives their error (the layer named by its
+        // path); where they find nothing wrong, the walk's own error.
+        (void)model.predict(X);  // (inside this call: the layers, not the plan)
+        (void)Plan<M>(model);
+        throw_plan_input(model.name());
+    }
+    if constexpr (Plan<M>::head_input) {
+        // (a first layer of another input type takes whatever it takes: accepts() is true)
+    } else if (!plan->accepts(X)) [[unlikely]] {
+        // What the plan does not take: the layers' own error (their predict checks the input as
+        // their training would), or no rows: the output of no rows, and nothing to learn.
+        using In = typename M::In;
+        bool none = false;
+        if constexpr (detail::sequence_batch<In>) none = X.size() == 0 && detail::empty_output(model, Y);
+        if (!none) Y = model.predict(X);  // (inside this call: the layers, not the plan)
+        if (input_rows(X) != 0) throw_plan_input(model.name());
+        auto& nb = bp.template emplace<NoRowsBackprop<In, typename M::OutView>>();
+        if constexpr (std::is_same_v<In, std::remove_cvref_t<typename M::InView>>) nb.dX = X;
+        else nb.dX = In({0, X.shape(1)});
+        return;
+    }
+    auto& pb = bp.template emplace<typename Plan<M>::Backprop>();
+    bp.watch(slot.alive);
+    Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true, is_train);
+}
+
 template <class M>
 bool engine_freeze(M& model, EngineSlot& slot, bool on) {
     slot.frozen.store(on, std::memory_order_release);
-    // Freezing makes the plan now (frozen) when there is none; thawing only thaws a held one.
-    const Plan<M>* plan = on ? engine_plan(model, slot)
+    // Freezing makes the plan now (frozen) when there is none (not before initialize: the next
+    // call's plan is made frozen); thawing only thaws a held one.
+    const Plan<M>* plan = on ? (model.is_initialized() ? engine_plan(model, slot) : nullptr)
                              : static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
     if (!plan) return false;
     std::lock_guard<std::mutex> guard(slot.lock);

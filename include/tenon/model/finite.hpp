@@ -31,6 +31,8 @@ struct FiniteCheckOff {
 
 // How many of x[0..n) are NaN or inf (vectorised: src/cpu/optimizer_kernels.cpp).
 std::size_t count_nonfinite(const float* x, std::size_t n) noexcept;
+// The index of x[0..n)'s first NaN or inf, n when there is none (host memory).
+std::size_t first_nonfinite(const float* x, std::size_t n) noexcept;
 // The same where x lives: on the model's backend when it keeps device memory (its
 // count_nonfinite pass: a GPU's memory is not read on the host), else count_nonfinite.
 std::size_t count_nonfinite_on(const Ops* ops, const float* x, std::size_t n);

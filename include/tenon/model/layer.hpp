@@ -179,6 +179,12 @@ concept runs_plan = requires(const D& c, typename D::Backprop& bp) {
     { c.engine_slot() } -> std::same_as<lowering::EngineSlot&>;
     bp.engine;
 };
+// A model that runs only its plan (lowering::plan_only, lower.hpp: chain.hpp includes it).
+template <class D>
+constexpr bool runs_only_plan() {
+    if constexpr (runs_plan<D>) return lowering::plan_only<D>::value;
+    else return false;
+}
 }  // namespace detail
 
 template <class Derived, class InT, class OutT>
@@ -304,17 +310,6 @@ public:
         static_assert(sizeof(check::optimizer_argument<check::given_type<O&&>>) > 0);
     }
 
-    // replace_node's hook: become a copy of `other` when it is a Derived (keeps the address).
-    bool assign_from(const Node& other) override {
-        if (typeid(other) != typeid(Derived)) return false;
-        if constexpr (std::is_copy_assignable_v<Derived>) {
-            self() = static_cast<const Derived&>(other);
-            return true;
-        } else {
-            return false;
-        }
-    }
-
 protected:
     using Layer::Node::Node;
     // For converting constructors between layer types that differ only in static widths.
@@ -348,14 +343,21 @@ private:
         return entry([&] {
             require_initialized();
             check_input_finite(X, "begin_update");
-            if constexpr (Plan && detail::runs_plan<Derived>) {
-                if (is_train && detail::entry_depth == 1) {
-                    std::pair<Out, typename Derived::Backprop> r;
-                    if (lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
-                        return watched<Plan>(checked(std::move(r)));
+            if constexpr (Plan && detail::runs_only_plan<Derived>()) {
+                // Only the plan: the layers' training path is not compiled (lowering::plan_only).
+                std::pair<Out, typename Derived::Backprop> r;
+                lowering::engine_train(self(), self().engine_slot(), X, is_train, r.first, r.second.engine);
+                return watched<Plan>(checked(std::move(r)));
+            } else {
+                if constexpr (Plan && detail::runs_plan<Derived>) {
+                    if (is_train && detail::entry_depth == 1) {
+                        std::pair<Out, typename Derived::Backprop> r;
+                        if (lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
+                            return watched<Plan>(checked(std::move(r)));
+                    }
                 }
+                return watched<Plan>(checked(self().forward_impl(X, is_train)));
             }
-            return watched<Plan>(checked(self().forward_impl(X, is_train)));
         });
     }
     // The backprop the user gets watches the model's life (CheckedBackprop::tenon_life_); the
@@ -419,6 +421,37 @@ concept Model = std::derived_from<std::remove_cvref_t<M>, Node> && requires {
     typename std::remove_cvref_t<M>::Out;
     typename std::remove_cvref_t<M>::Backprop;
 };
+
+// unfused(model): the same model with each layer running by itself, not through the model's
+// plan: the reference the plan is checked against (the tests), or a way to look at the layers'
+// own behaviour. Results equal the plan's up to rounding. It compiles the layers' training
+// path for that model, which a model's own calls may not (lowering::plan_only, docs/lowering.md
+// "The layers' path"). The view refers to the model: keep the model alive while using it.
+template <class M>
+class Unfused {
+public:
+    using In = typename M::In;
+    using Out = typename M::Out;
+    explicit Unfused(M& model) noexcept : m_(&model) {}
+    Out predict(typename M::InView X) const {
+        if constexpr (detail::sequence_batch<std::remove_cvref_t<typename M::InView>>) {
+            Out Y;  // (no sequences: the model's empty output, as its own predict gives)
+            if (X.size() == 0 && detail::empty_output(*m_, Y)) return Y;
+        }
+        return m_->predict_inner(X);
+    }
+    auto begin_update(typename M::InView X) { return m_->update_inner(X, true); }
+    auto operator()(typename M::InView X, bool is_train) { return m_->update_inner(X, is_train); }
+    M& model() const noexcept { return *m_; }
+
+private:
+    M* m_;
+};
+template <class M>
+    requires Model<M>
+Unfused<M> unfused(M& model) noexcept {
+    return Unfused<M>(model);
+}
 
 // Helpers for layer code: the width checks every layer makes on its inputs.
 namespace detail {

@@ -4,6 +4,7 @@
 // once in src/node.cpp; layers use the typed fast paths (dim(i), param(i)) on the hot path.
 #pragma once
 #include <array>
+#include <concepts>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -378,8 +380,19 @@ public:
     // replace_node: `old` (a node of this tree, or this node) takes on the state of
     // `replacement`, a model of the same dynamic type (else tenon-E233), in place: refs to
     // `old` stay valid, its subtree gets new ids, and refs inside the replacement's subtree are
-    // remapped to their copies. False when `old` is not in the tree.
-    bool replace_node(Node& old, const Node& replacement);
+    // remapped to their copies. False when `old` is not in the tree. The replacement is passed
+    // as its own model type (its copy assignment is what is compiled for it: a model type's
+    // file does not compile one for every node type it holds); a model seen only as a Node
+    // cannot be a replacement (tenon-E233).
+    template <class R>
+        requires std::derived_from<R, Node>
+    bool replace_node(Node& old, const R& replacement) {
+        using Assign = void (*)(Node&, const Node&);
+        Assign assign = nullptr;
+        if constexpr (!std::is_abstract_v<R> && !std::is_same_v<R, Node> && std::is_copy_assignable_v<R>)
+            assign = [](Node& to, const Node& from) { static_cast<R&>(to) = static_cast<const R&>(from); };
+        return replace_node_as(old, replacement, typeid(R), assign);
+    }
     // remove_node: takes `node` out of the dynamic child list that holds it (a clone's copies)
     // and clears the refs that no longer point into the tree (as Thinc). A node in a fixed
     // slot (a chain's typed child, a residual's layer) cannot go: tenon-E234. False when
@@ -394,11 +407,8 @@ public:
     // Direct children; combinators and layers with sub-layers override it.
     virtual void for_each_child(const std::function<void(Node&)>& /*f*/) {}
     void for_each_child(const std::function<void(const Node&)>& f) const;
-    // Hooks for the tree edits. assign_from: become a copy of `other` (keeping this node's
-    // address) when it has this node's dynamic type; false otherwise (Layer implements it).
-    // remove_child: take `child` out of a dynamic child list; false where the child sits in a
-    // fixed slot (the default).
-    virtual bool assign_from(const Node& /*other*/) { return false; }
+    // The tree edits' hook: remove_child takes `child` out of a dynamic child list; false where
+    // the child sits in a fixed slot (the default).
     virtual bool remove_child(Node& /*child*/) { return false; }
     // A model whose contents were moved into another (a chain's layers, an AnyModel's model)
     // throws tenon-E118 here: files are not written from it, nor loaded into it.
@@ -534,6 +544,9 @@ protected:
     std::string name_;
 
 private:
+    // replace_node's work (src/model_api.cpp): `assign` copies a node of type `as` (null: none).
+    bool replace_node_as(Node& old, const Node& replacement, const std::type_info& as,
+                         void (*assign)(Node&, const Node&));
     [[noreturn]] void throw_attr_type(std::string_view name, const char* expected) const;
     const Dim* find_dim(std::string_view name) const noexcept;
     Dim* find_dim(std::string_view name) noexcept;

@@ -64,6 +64,8 @@ inline constexpr LayerOps layer_ops{
 
 // tenon-E118: a chain whose layers were moved into another chain was used.
 [[noreturn]] void throw_moved_chain(const std::string& chain_name);
+// tenon-E118: a chain's backprop that no forward pass made (default-constructed) was called.
+[[noreturn]] void throw_empty_backprop();
 
 // One layer of a store: its address and its type's operations.
 struct LayerEntry {
