@@ -33,12 +33,12 @@ ChainStore::ChainStore(ChainStore&& prefix, std::size_t more) : ChainStore(prefi
     prefix.size_ = prefix.capacity_ = 0;
 }
 
-ChainStore::ChainStore(const ChainStore& other) : ChainStore(other.size_) {
+ChainStore::ChainStore(const ChainStore& other, const LayerCopy* copies) : ChainStore(other.size_) {
     try {
         for (std::size_t i = 0; i < other.size_; ++i) {
             const LayerEntry& e = other.entries_[i];
-            if (!e.ops->copy_new) throw Error("chain: a layer of this chain cannot be copied", "tenon-E118");
-            entries_[size_++] = {e.ops->copy_new(e.object), e.ops};
+            if (!copies[i].copy_new) throw Error("chain: a layer of this chain cannot be copied", "tenon-E118");
+            entries_[size_++] = {copies[i].copy_new(e.object), e.ops};
         }
     } catch (...) {
         release();
@@ -46,18 +46,17 @@ ChainStore::ChainStore(const ChainStore& other) : ChainStore(other.size_) {
     }
 }
 
-ChainStore& ChainStore::operator=(const ChainStore& other) {
-    if (this == &other) return *this;
+void ChainStore::assign(const ChainStore& other, const LayerCopy* copies) {
+    if (this == &other) return;
     bool in_place = size_ == other.size_;
     for (std::size_t i = 0; in_place && i < size_; ++i)
-        in_place = entries_[i].ops == other.entries_[i].ops && entries_[i].ops->copy_assign;
+        in_place = entries_[i].ops == other.entries_[i].ops && copies[i].copy_assign;
     if (in_place) {
-        for (std::size_t i = 0; i < size_; ++i) entries_[i].ops->copy_assign(entries_[i].object, other.entries_[i].object);
+        for (std::size_t i = 0; i < size_; ++i) copies[i].copy_assign(entries_[i].object, other.entries_[i].object);
     } else {
-        ChainStore copy(other);
+        ChainStore copy(other, copies);
         *this = std::move(copy);
     }
-    return *this;
 }
 
 ChainStore& ChainStore::operator=(ChainStore&& other) noexcept {

@@ -29,6 +29,10 @@ namespace detail {
 struct LayerOps {
     void (*destroy)(void*) noexcept;                 // delete the layer
     Node* (*as_node)(void*) noexcept;                // its Node
+};
+// How a chain copies its layer at one position: given by the chain's copy constructor and
+// assignment (ChainLayers), so a layer's copy is compiled only for a chain that is copied.
+struct LayerCopy {
     void* (*copy_new)(const void*);                  // a new copy on the heap (null: not copyable)
     void (*copy_assign)(void*, const void*);         // assign a layer of the same type (null: no)
 };
@@ -51,8 +55,9 @@ void layer_copy_assign(void* to, const void* from) {
 }
 
 template <class T>
-inline constexpr LayerOps layer_ops{
-    &layer_destroy<T>, &layer_as_node<T>,
+inline constexpr LayerOps layer_ops{&layer_destroy<T>, &layer_as_node<T>};
+template <class T>
+inline constexpr LayerCopy layer_copy{
     [] {
         if constexpr (std::is_copy_constructible_v<T>) return &layer_copy_new<T>;
         else return static_cast<void* (*)(const void*)>(nullptr);
@@ -86,16 +91,19 @@ public:
     ChainStore() noexcept = default;
     // Room for n layers, then push() each.
     explicit ChainStore(std::size_t n);
-    ChainStore(const ChainStore& other);
     ChainStore(ChainStore&& other) noexcept
         : entries_(std::exchange(other.entries_, nullptr)),
           size_(std::exchange(other.size_, 0)),
           capacity_(std::exchange(other.capacity_, 0)) {}
     // The layers of `prefix`, taken over, then room for `more` layers.
     ChainStore(ChainStore&& prefix, std::size_t more);
+    // A copy of every layer of `other`: copies[i] copies its layer i (a chain of the same type).
+    ChainStore(const ChainStore& other, const LayerCopy* copies);
+    ChainStore(const ChainStore&) = delete;
     // Same length (a copy of a chain of the same type): each layer assigned in place, so the
     // layers keep their addresses; otherwise (this one was moved from) a copy replaces them.
-    ChainStore& operator=(const ChainStore& other);
+    void assign(const ChainStore& other, const LayerCopy* copies);
+    ChainStore& operator=(const ChainStore&) = delete;
     ChainStore& operator=(ChainStore&& other) noexcept;
     ~ChainStore();
 
@@ -147,7 +155,21 @@ template <class... Ls>
 class ChainLayers : public detail::ChainStore {
 public:
     using detail::ChainStore::ChainStore;
+    ChainLayers(ChainLayers&&) noexcept = default;
+    ChainLayers& operator=(ChainLayers&&) noexcept = default;
+    // (Compiled only where a chain of this type is copied: its layers' copies with it.)
+    ChainLayers(const ChainLayers& other) : detail::ChainStore(other, copies()) {}
+    ChainLayers& operator=(const ChainLayers& other) {
+        assign(other, copies());
+        return *this;
+    }
     static constexpr std::size_t size() noexcept { return sizeof...(Ls); }
+
+private:
+    static const detail::LayerCopy* copies() noexcept {
+        static constexpr detail::LayerCopy table[] = {detail::layer_copy<Ls>...};
+        return table;
+    }
 };
 
 template <std::size_t I, class... Ls>
