@@ -143,7 +143,7 @@ template <class M>
 bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y);
 template <class M>
 bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
-                    EngineBackprop<typename M::In, typename M::OutView>& bp);
+                    EngineBackprop<typename M::In, typename M::OutView>& bp, bool train = true);
 // A model that runs only its plan (lower.hpp: its type tells that the walk places every layer):
 // its training call. Where the plan does not take the input, the layers' predict gives their
 // error, and an input of no rows gives the output of no rows and a backprop that adds nothing.

@@ -864,7 +864,7 @@ bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, type
 
 template <class M>
 bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
-                    EngineBackprop<typename M::In, typename M::OutView>& bp) {
+                    EngineBackprop<typename M::In, typename M::OutView>& bp, bool train) {
     if constexpr (!engine_types<M>) {
         return false;
     } else {
@@ -872,7 +872,7 @@ bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M
         if (!plan || !plan->accepts(X)) return false;
         auto& pb = bp.template emplace<typename Plan<M>::Backprop>();
         bp.watch(slot.alive);
-        Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true);
+        Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true, train);
         return true;
     }
 }
@@ -885,49 +885,29 @@ struct NoRowsBackprop {
     In operator()(OutView) const { return dX; }
     void params_only(OutView) const {}
 };
-template <class X>
-std::size_t input_rows(const X& x) {
-    if constexpr (requires { x.shape(0); }) {
-        return x.shape(0);
-    } else if constexpr (requires { x.data().shape(0); }) {
-        return x.data().shape(0);
-    } else {
-        std::size_t n = 0;
-        for (const auto& a : x) n += a.shape(0);
-        return n;
-    }
-}
 [[noreturn]] void throw_plan_input(const std::string& model_name);
 
 template <class M>
 void engine_train(M& model, EngineSlot& slot, typename M::InView X, bool is_train, typename M::Out& Y,
                   EngineBackprop<typename M::In, typename M::OutView>& bp) {
-    const Plan<M>* plan = engine_plan(model, slot);
-    if (!plan) [[unlikely]] {
-        // The walk refused: the layers' predict gives their error (the layer named by its
-        // path); where they find nothing wrong, the walk's own error.
-        (void)model.predict(X);  // (inside this call: the layers, not the plan)
-        (void)Plan<M>(model);
-        throw_plan_input(model.name());
-    }
-    if constexpr (Plan<M>::head_input) {
-        // (a first layer of another input type takes whatever it takes: accepts() is true)
-    } else if (!plan->accepts(X)) [[unlikely]] {
-        // What the plan does not take: the layers' own error (their predict checks the input as
-        // their training would), or no rows: the output of no rows, and nothing to learn.
-        using In = typename M::In;
-        bool none = false;
-        if constexpr (detail::sequence_batch<In>) none = X.size() == 0 && detail::empty_output(model, Y);
-        if (!none) Y = model.predict(X);  // (inside this call: the layers, not the plan)
-        if (input_rows(X) != 0) throw_plan_input(model.name());
-        auto& nb = bp.template emplace<NoRowsBackprop<In, typename M::OutView>>();
-        if constexpr (std::is_same_v<In, std::remove_cvref_t<typename M::InView>>) nb.dX = X;
-        else nb.dX = In({0, X.shape(1)});
+    if (engine_forward(model, slot, X, Y, bp, is_train)) [[likely]]
         return;
+    // The plan did not run: the layers' predict says what is wrong with the input (the layer
+    // named by its path, as their training would); an input of no rows is none of that: the
+    // output of no rows, and nothing to learn. Otherwise the walk refused: its own error.
+    using In = typename M::In;
+    if (!detail::empty_batch_output(model, X, Y)) Y = model.predict(X);  // (inside this call: the layers)
+    const Plan<M>* plan = engine_plan(model, slot);
+    if constexpr (!Plan<M>::head_input) {  // (a head's plan takes any input: accepts() is true)
+        if (plan && detail::input_rows(X) == 0) {
+            auto& nb = bp.template emplace<NoRowsBackprop<In, typename M::OutView>>();
+            if constexpr (std::is_same_v<In, std::remove_cvref_t<typename M::InView>>) nb.dX = X;
+            else nb.dX = In({0, X.shape(1)});
+            return;
+        }
     }
-    auto& pb = bp.template emplace<typename Plan<M>::Backprop>();
-    bp.watch(slot.alive);
-    Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true, is_train);
+    if (!plan) (void)Plan<M>(model);
+    throw_plan_input(model.name());
 }
 
 template <class M>

@@ -53,6 +53,21 @@ concept sequence_batch = requires { typename X::array_type; } || requires(const 
     x.lengths();
 };
 template <class Out>
+bool empty_output(const Node& model, Out& Y);
+// A batch of no sequences (a List or Ragged of size 0): Y = the model's output for it, true.
+template <class XV, class Out>
+bool empty_batch_output(const Node& model, const XV& X, Out& Y) {
+    if constexpr (sequence_batch<std::remove_cvref_t<XV>>) return X.size() == 0 && empty_output(model, Y);
+    else return false;
+}
+// The rows of an input: an array's, a Ragged's, a List's arrays' together.
+template <class X>
+std::size_t input_rows(const X& x) {
+    if constexpr (requires { x.rows(); }) return x.rows();
+    else if constexpr (requires { x.shape(0); }) return x.shape(0);
+    else return list_rows(x, "input");
+}
+template <class Out>
 bool empty_output(const Node& model, Out& Y) {
     if constexpr (requires { typename Out::array_type; }) {
         Y = Out{};
@@ -434,10 +449,8 @@ public:
     using Out = typename M::Out;
     explicit Unfused(M& model) noexcept : m_(&model) {}
     Out predict(typename M::InView X) const {
-        if constexpr (detail::sequence_batch<std::remove_cvref_t<typename M::InView>>) {
-            Out Y;  // (no sequences: the model's empty output, as its own predict gives)
-            if (X.size() == 0 && detail::empty_output(*m_, Y)) return Y;
-        }
+        Out Y;  // (no sequences: the model's empty output, as its own predict gives)
+        if (detail::empty_batch_output(*m_, X, Y)) return Y;
         return m_->predict_inner(X);
     }
     auto begin_update(typename M::InView X) { return m_->update_inner(X, true); }
