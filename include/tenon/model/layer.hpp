@@ -19,6 +19,7 @@
 #include "tenon/model/diagnostics.hpp"
 #include "tenon/model/finite.hpp"
 #include "tenon/model/memory_check.hpp"
+#include "tenon/types/list.hpp"
 #include "tenon/model/node.hpp"
 #include "tenon/optim/optimizer.hpp"
 
