@@ -291,3 +291,31 @@ TEST_CASE("engine: a model that runs only its plan, on what the plan does not ta
     // Ids of other columns: the table's error.
     CHECK_THROWS_WITH(tagger.begin_update(List<Ints2d>{Ints2d({2, 1}), Ints2d({2, 3})}), Contains("tenon-E"));
 }
+
+// A batch of no sequences trains to nothing for the models that keep their layers' path too:
+// the layers after list2ragged could not say the width of an empty List (tenon-E260 before).
+TEST_CASE("engine: training on a batch of no sequences, a model with its layers' path", "[engine]") {
+    using Classifier = decltype(with_array<List<Floats2d>>(Relu<8>()) >> list2ragged() >> reduce_mean() >> Softmax<3>());
+    static_assert(!lowering::plan_only<Classifier>::value);
+    Classifier model = with_array<List<Floats2d>>(Relu<8>()) >> list2ragged() >> reduce_mean() >> Softmax<3>();
+    model.initialize(List<Floats2d>{random_array(4, 5, 1), random_array(2, 5, 2)});
+    Optimizer opt = Adam(0.001);
+    for (bool is_train : {true, false}) {
+        auto [Y, bp] = model(List<Floats2d>{}, is_train);
+        CHECK(Y.shape() == std::array<std::size_t, 2>{0, 3});
+        CHECK(bp(Floats2d({0, 3})).size() == 0);
+        for (const auto& g : all_params(model, true))
+            for (float v : g) CHECK(v == 0.0f);
+        model.finish_update(opt);
+    }
+    // The same model goes on training on documents.
+    const List<Floats2d> docs{random_array(3, 5, 3)};
+    auto [Y, bp] = model.begin_update(docs);
+    CHECK(bp(random_array(1, 3, 4)).size() == 1);
+    // The ragged form, no sequences in a Ragged.
+    auto pooled = list2ragged() >> reduce_mean() >> Softmax<3>();
+    pooled.initialize(List<Floats2d>{random_array(2, 5, 1)});
+    auto [Yp, bpp] = pooled.begin_update(List<Floats2d>{});
+    CHECK(Yp.shape() == std::array<std::size_t, 2>{0, 3});
+    CHECK(bpp(Floats2d({0, 3})).size() == 0);
+}

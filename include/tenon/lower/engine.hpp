@@ -144,6 +144,12 @@ bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, type
 template <class M>
 bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M::Out& Y,
                     EngineBackprop<typename M::In, typename M::OutView>& bp, bool train = true);
+// A training call on a batch of no sequences (an empty List, Ragged or Padded) to a model whose
+// layers could not say its width (a layer after list2ragged): the model's output of no rows
+// and a backprop that returns the empty input and adds nothing; false for any other input.
+template <class M>
+bool engine_empty_batch(const M& model, typename M::InView X, typename M::Out& Y,
+                        EngineBackprop<typename M::In, typename M::OutView>& bp);
 // A model that runs only its plan (lower.hpp: its type tells that the walk places every layer):
 // its training call. Where the plan does not take the input, the layers' predict gives their
 // error, and an input of no rows gives the output of no rows and a backprop that adds nothing.

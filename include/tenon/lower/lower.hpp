@@ -885,6 +885,22 @@ struct NoRowsBackprop {
     In operator()(OutView) const { return dX; }
     void params_only(OutView) const {}
 };
+// The backprop of no rows for input X: dX is X's shape of no rows.
+template <class M>
+void no_rows_backprop(typename M::InView X, EngineBackprop<typename M::In, typename M::OutView>& bp) {
+    using In = typename M::In;
+    auto& nb = bp.template emplace<NoRowsBackprop<In, typename M::OutView>>();
+    if constexpr (std::is_same_v<In, std::remove_cvref_t<typename M::InView>>) nb.dX = X;
+    else nb.dX = In({0, X.shape(1)});
+}
+
+template <class M>
+bool engine_empty_batch(const M& model, typename M::InView X, typename M::Out& Y,
+                        EngineBackprop<typename M::In, typename M::OutView>& bp) {
+    if (!detail::empty_batch_output(model, X, Y)) return false;
+    no_rows_backprop<M>(X, bp);
+    return true;
+}
 [[noreturn]] void throw_plan_input(const std::string& model_name);
 
 template <class M>
@@ -895,16 +911,10 @@ void engine_train(M& model, EngineSlot& slot, typename M::InView X, bool is_trai
     // The plan did not run: the layers' predict says what is wrong with the input (the layer
     // named by its path, as their training would); an input of no rows is none of that: the
     // output of no rows, and nothing to learn. Otherwise the walk refused: its own error.
-    using In = typename M::In;
     if (!detail::empty_batch_output(model, X, Y)) Y = model.predict(X);  // (inside this call: the layers)
     const Plan<M>* plan = engine_plan(model, slot);
     if constexpr (!Plan<M>::head_input) {  // (a head's plan takes any input: accepts() is true)
-        if (plan && detail::input_rows(X) == 0) {
-            auto& nb = bp.template emplace<NoRowsBackprop<In, typename M::OutView>>();
-            if constexpr (std::is_same_v<In, std::remove_cvref_t<typename M::InView>>) nb.dX = X;
-            else nb.dX = In({0, X.shape(1)});
-            return;
-        }
+        if (plan && detail::input_rows(X) == 0) return no_rows_backprop<M>(X, bp);
     }
     if (!plan) (void)Plan<M>(model);
     throw_plan_input(model.name());

@@ -366,9 +366,11 @@ private:
                 return watched<Plan>(checked(std::move(r)));
             } else {
                 if constexpr (Plan && detail::runs_plan<Derived>) {
-                    if (is_train && detail::entry_depth == 1) {
+                    if (detail::entry_depth == 1) {
                         std::pair<Out, typename Derived::Backprop> r;
-                        if (lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
+                        if (lowering::engine_empty_batch(self(), X, r.first, r.second.engine) ||
+                            (is_train &&
+                             lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine)))
                             return watched<Plan>(checked(std::move(r)));
                     }
                 }
