@@ -533,7 +533,7 @@ std::vector<const Node*> Node::walk() const {
 }
 
 void Node::require_initialized() const {
-    if (!initialized_)
+    if (!is_initialized())
         throw Error(name_ + ": the model is not initialized: call initialize() (with sample data for dims "
                             "that are not known) before predict() or begin_update()",
                     "tenon-E110");
@@ -546,7 +546,7 @@ std::string Node::describe() const {
         for (auto& d : n.dims_)
             out += " " + d.name + "=" + (n.has_dim(d.name) ? std::to_string(n.get_dim(d.name)) : std::string("?")) +
                    (d.fixed != dyn ? "(static)" : "");
-        out += n.initialized_ ? "\n" : " [not initialized]\n";
+        out += n.is_initialized() ? "\n" : " [not initialized]\n";
         n.for_each_child([&](const Node& c) { rec(c, depth + 1); });
     };
     rec(*this, 0);

@@ -188,6 +188,14 @@ TEST_CASE("any_model: initialize with and without samples, widths given from aro
     Any2d e = trained;
     CHECK(e.is_initialized());
     CHECK(e.predict(random_array(2, 4, 1)).shape(1) == 8);
+    // A file loaded into the held model (any.model()) initialises the AnyModel too.
+    Any2d f = Relu<8, 4>();
+    CHECK(!f.is_initialized());
+    CHECK(error_id([&] { (void)f.predict(random_array(2, 4, 1)); }) == "tenon-E110");
+    f.model().from_bytes(trained.to_bytes());
+    CHECK(f.is_initialized());
+    CHECK(f.describe().find("not initialized") == std::string::npos);
+    CHECK(same(f.predict(random_array(2, 4, 1)), trained.predict(random_array(2, 4, 1))));
 }
 
 TEST_CASE("any_model: in a chain with a static Softmax, through the chain's plan; widths checked at initialize",

@@ -243,6 +243,7 @@ private:
     // model around it, or set_dim) stands until initialize hands it over (Node::follow_dim).
     Node* dim_owner(std::string_view) noexcept override { return held_ ? &held_->node() : nullptr; }
     void require_contents() const override { (void)require_held(); }
+    bool contents_initialized() const noexcept override { return held_ && held_->node().is_initialized(); }
 
     Holder& require_held() const {
         if (!held_)

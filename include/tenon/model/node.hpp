@@ -413,6 +413,7 @@ public:
     // A model whose contents were moved into another (a chain's layers, an AnyModel's model)
     // throws tenon-E118 here: files are not written from it, nor loaded into it.
     virtual void require_contents() const {}
+    virtual bool contents_initialized() const noexcept { return false; }
 
     // The backend that runs this node's computation (Thinc's model.ops): the products, row
     // passes, gathers, reductions and optimizer passes of the node and of plans made from
@@ -425,7 +426,9 @@ public:
     // One line per node: name, dims, whether initialised.
     std::string describe() const;
     // Whether initialize() has run (or the model was built from initialised parts).
-    bool is_initialized() const noexcept { return initialized_; }
+    // (A node that holds another as its contents, an AnyModel, is initialised when its
+    // contents are: a file loaded into any.model() initialises the AnyModel too.)
+    bool is_initialized() const noexcept { return initialized_ || contents_initialized(); }
 
     // Gives every allocated parameter and its gradient to the optimizer, keyed by
     // (id, name) as in Thinc, then zeroes the gradient (lazily: see Param). Layer::finish_update calls it for
