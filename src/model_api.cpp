@@ -266,7 +266,10 @@ void detail::note_entry_error(Error& e, const Node& node) {
     }
     const std::string path = node_path(node, *thrower);
     e.set_node_path(path);
-    if (thrower == &node) return;  // the model called: its name says it
+    // The model called: its name says it (or the message names it or its kind, "chain(): ..."); a message
+    // that names no node (an allocation's "array: ...") gets the model's name first.
+    if (thrower == &node && (skip || msg.find(node.name()) != std::string::npos || msg.find(path) != std::string::npos))
+        return;
     e.set_message(path + (skip ? msg.substr(skip) : ": " + msg));
 }
 

@@ -85,6 +85,14 @@ TEST_CASE("a layer whose parameters cannot exist is an error naming the layer, n
         CHECK_THAT(e.what(), Contains("chain>1>linear: array: cannot allocate "));
         CHECK_THAT(e.what(), Contains(" bytes for shape ("));
     }
+    SECTION("no memory for it, the layer called by itself: its name leads the message") {
+        auto model = SparseLinear<>({.nO = std::size_t(1) << 26, .length = std::size_t(1) << 32});  // 2^60 bytes
+        Error e = caught([&] { model.initialize(); });
+        CHECK(e.id() == "tenon-E241");
+        CHECK(e.node_path() == "sparse_linear");
+        CHECK_THAT(e.what(), Contains("sparse_linear: array: cannot allocate "));
+        CHECK_FALSE(model.is_initialized());
+    }
     SECTION("an overflowing nI: tenon-E240") {
         auto model = Linear<>({.nO = 3, .nI = huge});
         CHECK(caught([&] { model.initialize(); }).id() == "tenon-E240");
