@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -156,6 +158,29 @@ std::vector<RawSection> read_lines(std::string_view text) {
     return secs;
 }
 
+// Whether `t` is written as a JSON number (-12.5e3): one that JSON's reader refused is out of
+// a double's range (1e400), not a string.
+bool json_number_text(std::string_view t) {
+    std::size_t i = 0;
+    const auto digits = [&] {
+        const std::size_t from = i;
+        while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+        return i > from;
+    };
+    if (i < t.size() && t[i] == '-') ++i;
+    if (!digits()) return false;
+    if (i < t.size() && t[i] == '.') {
+        ++i;
+        if (!digits()) return false;
+    }
+    if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+        ++i;
+        if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+        if (!digits()) return false;
+    }
+    return i == t.size();
+}
+
 // A value as written, without interpolations: JSON, else a plain string (as Thinc), unless it
 // starts like JSON and is not.
 Value parse_raw(const std::string& raw, const std::string& section, const std::string& key) {
@@ -163,6 +188,9 @@ Value parse_raw(const std::string& raw, const std::string& section, const std::s
     if (t.empty()) return Value(std::string());
     json j = json::parse(t.begin(), t.end(), nullptr, false);
     if (!j.is_discarded()) return from_json(j);
+    if (json_number_text(t))  // a number JSON would read but a double cannot hold: not a string
+        fail("tenon-E301", where(section, key) + ": " + std::string(t) +
+                               " is a number beyond the range of a double (about 1.8e308)");
     if (t[0] == '[' || t[0] == '{' || t[0] == '"') {
         std::string why;
         try {
@@ -260,7 +288,7 @@ private:
         active_.insert(id);
         Value v;
         const std::string_view t = trim(k.raw);
-        if (t.find("${") == std::string_view::npos) {
+        if (t.find('$') == std::string_view::npos) {
             v = parse_raw(k.raw, s.name, k.key);
         } else if (t.size() > 3 && t.substr(0, 2) == "${" && t.back() == '}' && t.find('}') == t.size() - 1) {
             v = ref(std::string(t.substr(2, t.size() - 3)), s, k);  // the whole value: typed
@@ -272,6 +300,11 @@ private:
             bool in_string = false;
             for (std::size_t i = 0; i < t.size(); ++i) {
                 if (t[i] == '"' && (i == 0 || t[i - 1] != '\\')) in_string = !in_string;
+                if (t[i] == '$' && i + 1 < t.size() && t[i + 1] == '$') {  // $$: a $ (Thinc's escape)
+                    out += '$';
+                    ++i;
+                    continue;
+                }
                 if (t[i] == '$' && i + 1 < t.size() && t[i + 1] == '{') {
                     const auto end = t.find('}', i);
                     if (end == std::string_view::npos)
@@ -307,20 +340,61 @@ private:
     std::set<std::string> active_;
 };
 
-void write_section(std::ostringstream& out, const std::string& path, const Section& s) {
-    bool header = false;
-    auto put_header = [&] {
-        if (!header && !path.empty() && path.substr(path.size() - std::min<std::size_t>(path.size(), 2)) != ".*") {
-            out << "[" << path << "]\n";
-        }
-        header = true;
+// to_str's refusal: what a config file cannot hold, so that what it writes reads back equal.
+[[noreturn]] void unwritable(const std::string& what) {
+    fail("tenon-E330", "Config::to_str: " + what + ": a config file cannot hold it, so the text would not read back as "
+                                                   "the same config");
+}
+
+// A section name's part or a key as the reader reads it back: no '=' (a key), '.' (a part),
+// line break, surrounding blanks, or the start of a comment or a section header.
+void check_name(const std::string& name, const std::string& section, bool is_key) {
+    const auto say = [&](const char* why) {
+        unwritable((is_key ? where(section, name) : "section [" + (section.empty() ? name : section + "." + name) + "]") +
+                   ": " + (is_key ? "the key " : "the name ") + why);
     };
-    put_header();
+    if (name.empty()) say("is empty");
+    if (trim(name) != name) say("starts or ends with a blank");
+    if (name.find_first_of("\r\n") != std::string::npos) say("holds a line break");
+    if (is_key && name.find('=') != std::string::npos) say("holds '=', which ends a key");
+    if (is_key && (name[0] == '[' || name[0] == '#' || name[0] == ';')) say("starts like a section header or a comment");
+    if (!is_key && name.find('.') != std::string::npos) say("holds '.', which separates a section path's parts");
+}
+
+// A value's text: JSON, every '$' doubled (Thinc's escape: the reader reads "${a.x}" in a string
+// as an interpolation, "$${a.x}" as the text). NaN and inf have no JSON form.
+std::string value_text(const Value& v, const std::string& section, const std::string& key) {
+    std::function<void(const Value&)> finite = [&](const Value& x) {
+        if (x.is_number() && !std::isfinite(x.as_number()))
+            unwritable(where(section, key) + ": the number " + std::to_string(x.as_number()) + " (JSON has no NaN or inf)");
+        if (x.is_list())
+            for (const auto& e : x.as_list()) finite(e);
+        if (x.is_section())
+            for (const auto& [k, e] : x.as_section()) finite(e);
+    };
+    finite(v);
+    std::string text = v.dump();
+    for (std::size_t p = text.find('$'); p != std::string::npos; p = text.find('$', p + 2)) text.insert(p, 1, '$');
+    return text;
+}
+
+void write_section(std::ostringstream& out, const std::string& path, const Section& s) {
+    std::set<std::string_view> seen;
+    bool values = false;
+    for (const auto& [k, v] : s) {
+        if (!seen.insert(k).second) unwritable(where(path, k) + ": the key is set twice");
+        check_name(k, path, !v.is_section());
+        values = values || !v.is_section();
+    }
+    // [a.*]: the positional children of [a], whose header the reader makes itself (written when
+    // it holds values of its own).
+    const bool positional = path.size() >= 2 && path.compare(path.size() - 2, 2, ".*") == 0;
+    if (!positional || values) out << "[" << path << "]\n";
     for (const auto& [k, v] : s)
-        if (!v.is_section()) out << k << " = " << v.dump() << "\n";
+        if (!v.is_section()) out << k << " = " << value_text(v, path, k) << "\n";
     out << "\n";
     for (const auto& [k, v] : s)
-        if (v.is_section()) write_section(out, path.empty() ? k : path + "." + k, v.as_section());
+        if (v.is_section()) write_section(out, path + "." + k, v.as_section());
 }
 }  // namespace
 
@@ -441,8 +515,13 @@ const Value& Config::at(std::string_view path) const {
 
 std::string Config::to_str() const {
     std::ostringstream out;
-    for (const auto& [k, v] : sections())
-        if (v.is_section()) write_section(out, k, v.as_section());
+    std::set<std::string_view> seen;
+    for (const auto& [k, v] : sections()) {
+        if (!v.is_section()) unwritable("the top-level value '" + k + "' (a config file holds values only in sections)");
+        if (!seen.insert(k).second) unwritable("section [" + k + "] is there twice");
+        check_name(k, "", false);
+    }
+    for (const auto& [k, v] : sections()) write_section(out, k, v.as_section());
     return out.str();
 }
 

@@ -176,6 +176,52 @@ copy = ${block}
     CHECK(c.at("model.copy.nI").as_int() == 128);
 }
 
+TEST_CASE("config: $$ is a $ (Thinc's escape), and to_str writes every $ so", "[config]") {
+    const Config c = Config::from_str("[a]\ny = 1\nx = \"cost $${a.y}, ${a.y} and $$5\"\nplain = $$HOME\nsolo = 5$\n");
+    CHECK(c.at("a.x").as_string() == "cost ${a.y}, 1 and $5");
+    CHECK(c.at("a.plain").as_string() == "$HOME");
+    CHECK(c.at("a.solo").as_string() == "5$");
+    const std::string text = c.to_str();
+    CHECK_THAT(text, Contains("x = \"cost $${a.y}, 1 and $$5\""));
+    CHECK(Config::from_str(text).root() == c.root());
+    // A string holding "${...}" (as a value built in code) reads back as that string.
+    const Config built(Value(Section{{"a", Value(Section{{"y", Value(2)}, {"x", Value("cost ${a.y}")},
+                                                         {"l", Value(ValueList{Value("$"), Value("${a.y}")})}})}}));
+    CHECK(Config::from_str(built.to_str()).root() == built.root());
+}
+
+TEST_CASE("config: to_str reads back equal, or refuses what a config file cannot hold", "[config][errors]") {
+    const auto refused = [](Value root) {
+        const Config c(std::move(root));
+        return error_message([&] { (void)c.to_str(); });
+    };
+    const auto in_a = [](const char* key, Value v) { return Value(Section{{"a", Value(Section{{key, std::move(v)}})}}); };
+    CHECK_THAT(refused(in_a("x=y", Value(1))), Contains("tenon-E330") && Contains("[a] x=y: the key holds '='"));
+    CHECK_THAT(refused(in_a(" x", Value(1))), Contains("tenon-E330") && Contains("blank"));
+    CHECK_THAT(refused(in_a("", Value(1))), Contains("tenon-E330") && Contains("empty"));
+    CHECK_THAT(refused(in_a("#x", Value(1))), Contains("tenon-E330") && Contains("comment"));
+    CHECK_THAT(refused(in_a("x\ny", Value(1))), Contains("tenon-E330") && Contains("line break"));
+    CHECK_THAT(refused(in_a("x", Value(std::nan("")))), Contains("tenon-E330") && Contains("[a] x: the number nan"));
+    CHECK_THAT(refused(in_a("x", Value(ValueList{Value(1), Value(-HUGE_VAL)}))), Contains("tenon-E330") && Contains("inf"));
+    CHECK_THAT(refused(Value(Section{{"a.b", Value(Section{})}})), Contains("tenon-E330") && Contains("'.'"));
+    CHECK_THAT(refused(in_a("sub.part", Value(Section{}))), Contains("tenon-E330") && Contains("section [a.sub.part]"));
+    CHECK_THAT(refused(Value(Section{{"top", Value(1)}})), Contains("tenon-E330") && Contains("only in sections"));
+    CHECK_THAT(refused(Value(Section{{"a", Value(Section{{"x", Value(1)}, {"x", Value(2)}})}})),
+               Contains("tenon-E330") && Contains("twice"));
+    // What it can write reads back equal: strings that look like other values, empty strings
+    // and sections, lists of tables, positional children with values of their own.
+    const Config ok(Value(Section{
+        {"a", Value(Section{{"s", Value("1")}, {"e", Value("")}, {"t", Value("true")}, {"n", Value()},
+                            {"big", Value(1e300)}, {"l", Value(ValueList{Value(Section{{"k", Value(1)}})})},
+                            {"empty", Value(Section{})},
+                            {"*", Value(Section{{"v", Value(3)}, {"c1", Value(Section{{"w", Value(1)}})}})}})}}));
+    CHECK(Config::from_str(ok.to_str()).root() == ok.root());
+    // A number JSON would read but a double cannot hold is an error, not the string "1e400".
+    CHECK_THAT(error_message([] { (void)Config::from_str("[a]\nx = 1e400\n"); }),
+               Contains("tenon-E301") && Contains("[a] x: 1e400 is a number beyond the range of a double"));
+    CHECK(Config::from_str("[a]\nx = 1e-400\n").at("a.x").as_number() == 0.0);
+}
+
 TEST_CASE("config: overrides replace values before interpolation", "[config]") {
     const Config c = Config::from_str(mlp_cfg, {{"vars.width", "32"}, {"--model.*.output.nO", "7"}});
     CHECK(c.at("vars.width").as_int() == 32);
