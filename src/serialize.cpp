@@ -633,7 +633,10 @@ void write_optimizer(Writer& w, const Optimizer& opt, const Node& model) {
     w.u8(o.use_averages);
     w.u64(opt.skipped_steps());  // format version 2 on
     const auto& states = detail::OptimizerAccess::states(opt);
-    const auto nodes = model.walk();
+    // The nodes as the model file sees them (file_walk: a config-built model and its codegen
+    // type share their files), each entry with its node's name (format version 3 on).
+    const FileWalk fw = file_walk(const_cast<Node&>(model));
+    const auto& nodes = fw.nodes;
     std::vector<std::tuple<std::uint64_t, std::string, const detail::OptimizerAccess::State*>> entries;
     for (std::size_t i = 0; i < nodes.size(); ++i)
         for (const auto& name : nodes[i]->param_names()) {
@@ -643,6 +646,7 @@ void write_optimizer(Writer& w, const Optimizer& opt, const Node& model) {
     w.u64(entries.size());
     for (const auto& [i, name, s] : entries) {
         w.u64(i);
+        w.str(file_name(nodes[i]->name()));
         w.str(name);
         w.i64(s->nr_update);
         for (const Floats1d* a : {&s->mom1, &s->mom2, &s->average}) {
@@ -673,19 +677,27 @@ OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* p
     o.L2_is_weight_decay = r.boolean("L2_is_weight_decay");
     o.use_averages = r.boolean("use_averages");
     if (version >= 2) st.skipped = r.u64();
-    const auto nodes = model.walk();
-    Walked walked = walk_with_paths(const_cast<Node&>(model));
-    for (const Node* node : nodes) st.ids.push_back(node->id());
+    // Version 3 on: the file's view of the nodes, each entry naming its node; before: every node.
+    Walked walked;
+    if (version >= 3) walked = file_walk(const_cast<Node&>(model));
+    else walked = walk_with_paths(const_cast<Node&>(model));
+    const auto& nodes = walked.nodes;
+    for (const Node* node : model.walk()) st.ids.push_back(node->id());
     std::sort(st.ids.begin(), st.ids.end());
     const std::size_t n = r.count("the optimizer's entries", 8 + 8 + 8 + 24);
     for (std::size_t e = 0; e < n; ++e) {
         const std::uint64_t i = r.u64();
+        const std::string node_name = version >= 3 ? r.str("a node's name") : std::string();
         const std::string name = r.str("a parameter's name");
         if (i >= nodes.size())
             fail("the optimizer state does not fit the model: it has an entry for node " + std::to_string(i) +
                      " but the model has " + std::to_string(nodes.size()) + " nodes",
                  "tenon-E220");
         const Node& node = *nodes[i];
+        if (version >= 3 && file_name(node.name()) != node_name)
+            fail(walked.paths[i] + ": the optimizer state of parameter '" + name + "' is for a node '" + node_name +
+                     "', but the model has '" + file_name(node.name()) + "' here (another architecture)",
+                 "tenon-E220");
         const auto names = node.param_names();
         if (std::find(names.begin(), names.end(), name) == names.end())
             fail(walked.paths[i] + ": the optimizer state has an entry for parameter '" + name +
@@ -1062,7 +1074,7 @@ void optimizer_from_bytes(Optimizer& optimizer, const Node& model, std::span<con
 std::vector<std::uint8_t> checkpoint_to_bytes(const Node& model, const Optimizer& optimizer) {
     model.require_contents();
     Writer w;
-    write_state(w, capture_to_save(model));
+    write_state(w, file_state(capture_to_save(model)));  // (version 3 on: the file's view, as the optimizer's)
     write_optimizer(w, optimizer, model);
     const Rng::State r = global_rng().state();
     for (auto s : r.s) w.u64(s);

@@ -369,6 +369,28 @@ TEST_CASE("optimizer state: training resumed from a checkpoint equals the uninte
         CHECK(optimizer_to_bytes(opt_c, c) == optimizer_to_bytes(opt_a, a));
         CHECK(opt_c.nr_update(c.layer<0>().id(), "W") == 12);
     }
+    SECTION("an optimizer state names its nodes: another architecture of the same shapes is refused") {
+        // (format version 3: each entry names its node, in the model file's view of the tree)
+        const Bytes state = optimizer_to_bytes(opt_a, a);
+        auto mish = Mish<8>() >> Relu<8>({.normalize = true}) >> Softmax<3>();
+        mish.initialize(X, Y);
+        Optimizer opt_m = Adam(0.5);
+        std::string what;
+        try {
+            optimizer_from_bytes(opt_m, mish, state);
+        } catch (const Error& e) {
+            what = std::string(e.id()) + " " + e.what();
+        }
+        CHECK_THAT(what, Catch::Matchers::Contains("tenon-E220") && Catch::Matchers::Contains("is for a node 'relu', but the model has 'mish' here"));
+        CHECK(opt_m.learn_rate() == 0.5);
+        // The same model held in an AnyModel (a config-built one): the same file's view.
+        AnyModel<Floats2d, Floats2d> any = make();
+        any.from_bytes(a.to_bytes());
+        Optimizer opt_any = Adam(0.5);
+        optimizer_from_bytes(opt_any, any, state);
+        CHECK(opt_any.learn_rate() == 0.01);
+        CHECK(optimizer_to_bytes(opt_any, any) == state);
+    }
     SECTION("a checkpoint of another architecture changes neither the model nor the optimizer") {
         auto d = Relu<8>({.dropout = 0.3}) >> Relu<8>({.normalize = true}) >> Softmax<4>();
         Optimizer opt_d = Adam(0.5);

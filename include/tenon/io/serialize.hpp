@@ -23,9 +23,10 @@
 namespace tenon {
 
 // The format this build writes; it reads every version up to this one (docs/serialization.md,
-// "Versioning policy"). 2: the optimizer state (and so a checkpoint) holds
-// Optimizer::skipped_steps; 1: the first, without it (loads as 0).
-inline constexpr std::uint32_t model_file_version = 2;
+// "Versioning policy"). 3: the optimizer state's entries name their nodes, in the model file's
+// view of the tree (a state loaded into another architecture is refused); 2: the optimizer
+// state (and so a checkpoint) holds Optimizer::skipped_steps; 1: the first, without it (loads as 0).
+inline constexpr std::uint32_t model_file_version = 3;
 
 // A model's file, as model.to_bytes() / from_bytes() / can_from_bytes().
 std::vector<std::uint8_t> to_bytes(const Node& model);
