@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "tenon/error.hpp"
 
@@ -48,16 +49,108 @@ double CategoricalCrossentropy::loss(Floats2dCView guesses, Floats2dCView target
 }
 
 bool CategoricalCrossentropy::annotated(Ints1dCView labels, std::size_t i) const {
-    return !opts_.missing_value || labels[i] != *opts_.missing_value;
+    const auto missing = missing_label();
+    return !missing || labels[i] != *missing;
 }
 
 // One-hot truths: the row's class is its largest value (the first of equal ones), as Thinc.
 bool CategoricalCrossentropy::annotated(Floats2dCView truths, std::size_t i) const {
-    if (!opts_.missing_value) return true;
+    const auto missing = missing_label();
+    if (!missing) return true;
     const std::size_t cols = truths.shape(1);
     const float* t = truths.data() + i * cols;
     const auto best = static_cast<std::int64_t>(std::max_element(t, t + cols) - t);
-    return cols == 0 || best != std::int64_t{*opts_.missing_value};
+    return cols == 0 || best != std::int64_t{*missing};
+}
+
+// ---- truths given as the classes' names (options.names, missing_value, neg_prefix) ----
+namespace {
+enum class RowSays : std::uint8_t { label, missing, negative };
+struct NamedRows {
+    Ints1d columns;  // the row's class, or the class a negative row is not (0 for a missing row)
+    std::vector<RowSays> says;
+};
+[[noreturn]] void names_error(const std::string& what) {
+    throw Error("CategoricalCrossentropy: " + what, "tenon-E137");
+}
+NamedRows read_names(const CategoricalCrossentropyOptions& o, Floats2dCView guesses, std::span<const std::string> truths) {
+    if (o.names.empty())
+        names_error("truths given as names need the classes' names, in column order (the options' names: "
+                    "CategoricalCrossentropy({.names = {\"A\", \"B\"}}))");
+    if (o.names.size() != guesses.shape(1))
+        names_error(std::to_string(o.names.size()) + " names for guesses of " + std::to_string(guesses.shape(1)) +
+                    " columns");
+    if (truths.size() != guesses.shape(0))
+        throw ShapeError("CategoricalCrossentropy: " + std::to_string(guesses.shape(0)) + " guesses but " +
+                             std::to_string(truths.size()) + " truths",
+                         "tenon-E133");
+    const auto column = [&](std::string_view name, std::size_t row) {
+        for (std::size_t c = 0; c < o.names.size(); ++c)
+            if (o.names[c] == name) return static_cast<std::int32_t>(c);
+        std::string known;
+        for (std::size_t c = 0; c < o.names.size() && c < 20; ++c) known += (c ? ", " : "") + o.names[c];
+        names_error("row " + std::to_string(row) + ": '" + std::string(name) + "' is not one of the names (" + known +
+                    (o.names.size() > 20 ? ", ..." : "") + ")");
+    };
+    const std::optional<std::string>& missing = o.missing_value ? o.missing_value->name : std::nullopt;
+    NamedRows rows{Ints1d({truths.size()}), std::vector<RowSays>(truths.size(), RowSays::label)};
+    for (std::size_t i = 0; i < truths.size(); ++i) {
+        const std::string& t = truths[i];
+        if (missing && t == *missing) {  // (before the prefix, as Thinc)
+            rows.says[i] = RowSays::missing;
+            rows.columns[i] = 0;
+        } else if (o.neg_prefix && !o.neg_prefix->empty() && !t.empty() && t.starts_with(*o.neg_prefix)) {
+            rows.says[i] = RowSays::negative;
+            rows.columns[i] = column(std::string_view(t).substr(o.neg_prefix->size()), i);
+        } else {
+            rows.columns[i] = column(t, i);
+        }
+    }
+    return rows;
+}
+}  // namespace
+
+// The targets are the names' one-hot rows (smoothed), zero on the rows that are missing or
+// negative; a negative row's gradient is its guess for the class it is not, alone.
+Floats2d CategoricalCrossentropy::get_grad(Floats2dCView guesses, std::span<const std::string> truths) const {
+    const NamedRows rows = read_names(opts_, guesses, truths);
+    const Floats2d t = to_categorical(rows.columns, guesses.shape(1), opts_.label_smoothing);
+    check(guesses, t);
+    const std::size_t n = guesses.shape(0), cols = guesses.shape(1);
+    Floats2d d({n, cols});
+    const float k = opts_.normalize && n ? 1.0f / static_cast<float>(n) : 1.0f;
+    for (std::size_t r = 0; r < n; ++r) {
+        const float* g = guesses.data() + r * cols;
+        const float* tr = t.data() + r * cols;
+        float* out = d.data() + r * cols;
+        if (rows.says[r] == RowSays::label)
+            for (std::size_t c = 0; c < cols; ++c) out[c] = (g[c] - tr[c]) * k;
+        else if (rows.says[r] == RowSays::negative)
+            out[rows.columns[r]] = g[rows.columns[r]] * k;
+    }
+    return d;
+}
+
+// The cross-entropy of the annotated rows; a negative row's is -log(1 - P[its class]) (the
+// probability that it is not that class: Thinc 8.1 has no loss of its own, only the squared
+// gradient).
+double CategoricalCrossentropy::get_loss(Floats2dCView guesses, std::span<const std::string> truths) const {
+    const NamedRows rows = read_names(opts_, guesses, truths);
+    const Floats2d t = to_categorical(rows.columns, guesses.shape(1), opts_.label_smoothing);
+    check(guesses, t);
+    const std::size_t n = guesses.shape(0), cols = guesses.shape(1);
+    double loss = 0.0;
+    for (std::size_t r = 0; r < n; ++r) {
+        const float* g = guesses.data() + r * cols;
+        const float* tr = t.data() + r * cols;
+        if (rows.says[r] == RowSays::label) {
+            for (std::size_t c = 0; c < cols; ++c)
+                if (tr[c] > 0.0f) loss -= double(tr[c]) * std::log(std::max(double(g[c]), 1e-12));
+        } else if (rows.says[r] == RowSays::negative) {
+            loss -= std::log(std::max(1.0 - double(g[rows.columns[r]]), 1e-12));
+        }
+    }
+    return opts_.normalize && n ? loss / double(n) : loss;
 }
 
 Floats2d CategoricalCrossentropy::get_grad(Floats2dCView guesses, Floats2dCView truths) const {
@@ -82,7 +175,7 @@ Floats2d CategoricalCrossentropy::targets(Floats2dCView guesses, Ints1dCView lab
         throw ShapeError("CategoricalCrossentropy: " + std::to_string(guesses.shape(0)) + " guesses but " +
                              std::to_string(labels.shape(0)) + " labels",
                          "tenon-E133");
-    if (!opts_.missing_value) return to_categorical(labels, guesses.shape(1), opts_.label_smoothing);
+    if (!missing_label()) return to_categorical(labels, guesses.shape(1), opts_.label_smoothing);
     Ints1d known(labels.shape(), uninitialized);
     for (std::size_t i = 0; i < labels.shape(0); ++i) known[i] = annotated(labels, i) ? labels[i] : 0;
     Floats2d t = to_categorical(known, guesses.shape(1), opts_.label_smoothing);
@@ -164,8 +257,11 @@ double sequence_loss(const CategoricalCrossentropy& per_doc, bool normalize, con
 
 // Each document is CategoricalCrossentropy without its own normalisation (as Thinc's cc inside).
 CategoricalCrossentropy SequenceCategoricalCrossentropy::per_doc() const {
-    return CategoricalCrossentropy(
-        {.normalize = false, .missing_value = opts_.missing_value, .label_smoothing = opts_.label_smoothing});
+    return CategoricalCrossentropy({.normalize = false,
+                                    .names = opts_.names,
+                                    .missing_value = opts_.missing_value,
+                                    .neg_prefix = opts_.neg_prefix,
+                                    .label_smoothing = opts_.label_smoothing});
 }
 List<Floats2d> SequenceCategoricalCrossentropy::grads(const List<Floats2d>& guesses,
                                                       const std::vector<Ints1dCView>& labels) const {
@@ -182,6 +278,14 @@ double SequenceCategoricalCrossentropy::loss(const List<Floats2d>& guesses,
 double SequenceCategoricalCrossentropy::loss(const List<Floats2d>& guesses,
                                              const std::vector<Floats2dCView>& truths) const {
     return sequence_loss(per_doc(), opts_.normalize, guesses, truths);
+}
+List<Floats2d> SequenceCategoricalCrossentropy::grads(const List<Floats2d>& guesses,
+                                                      const std::vector<std::span<const std::string>>& names) const {
+    return sequence_grads(per_doc(), opts_.normalize, guesses, names);
+}
+double SequenceCategoricalCrossentropy::loss(const List<Floats2d>& guesses,
+                                             const std::vector<std::span<const std::string>>& names) const {
+    return sequence_loss(per_doc(), opts_.normalize, guesses, names);
 }
 
 }  // namespace tenon

@@ -579,6 +579,20 @@ def case_loss_cce():
     case.add(
         "truths_smooth", to_categorical(labels, n_classes=4, label_smoothing=0.1)
     )
+    # names: truths as the classes' names; row 1 not annotated (""), row 3 negative ("!" and
+    # the class after its label: the row is not that class). test_oracle.cpp makes the same list.
+    names = ["A", "B", "C", "D"]
+    named = [names[int(y)] for y in labels]
+    named[1] = ""
+    named[3] = "!" + names[(int(labels[3]) + 1) % 4]
+    for suffix, normalize in (("", True), ("_nonorm", False)):
+        loss = CategoricalCrossentropy(
+            normalize=normalize, names=names, missing_value="", neg_prefix="!"
+        )
+        case.add("d_guesses_names" + suffix, loss.get_grad(guesses, list(named)))
+    smooth_names = CategoricalCrossentropy(names=names, label_smoothing=0.1)
+    plain = [names[int(y)] for y in labels]
+    case.add("d_guesses_names_smooth", smooth_names.get_grad(guesses, plain))
     return case
 
 
@@ -607,6 +621,18 @@ def case_loss_seq_cce():
         grads = SequenceCategoricalCrossentropy(**kw).get_grad(guesses, ys)
         for d, g in enumerate(grads):
             case.add("d_guesses%s%d" % (suffix, d), g)
+    # names: each document's labels as names, label 2 negated ("!D": not the next class) and
+    # label 3 not annotated ("-"). test_oracle.cpp makes the same lists.
+    names = ["A", "B", "C", "D"]
+    def named(y):
+        out = []
+        for v in y:
+            v = int(v)
+            out.append("-" if v == 3 else "!" + names[(v + 1) % 4] if v == 2 else names[v])
+        return out
+    seq = SequenceCategoricalCrossentropy(names=names, missing_value="-", neg_prefix="!")
+    for d, g in enumerate(seq.get_grad(guesses, [named(y) for y in labels])):
+        case.add("d_guesses_names%d" % d, g)
     return case
 
 

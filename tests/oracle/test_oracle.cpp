@@ -7,6 +7,7 @@
 
 #include "oracle/case.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -228,6 +229,48 @@ TEST_CASE("oracle: CategoricalCrossentropy", "[oracle]") {
           Approx(ce / double(guesses.shape(0))).epsilon(1e-6));
     // Without missing_value, -1 is a label out of range.
     CHECK_THROWS_WITH(CategoricalCrossentropy().get_grad(guesses, missing), Catch::Contains("tenon-E132"));
+
+    // Truths as the classes' names: row 1 not annotated (""), row 3 negative ("!" and the class
+    // after its label), as gen_thinc_cases.py writes them.
+    const std::vector<std::string> names{"A", "B", "C", "D"};
+    std::vector<std::string> named;
+    for (std::size_t i = 0; i < labels.shape(0); ++i) named.push_back(names[std::size_t(labels[i])]);
+    const std::vector<std::string> plain = named;
+    named[1] = "";
+    named[3] = "!" + names[std::size_t(labels[3] + 1) % 4];
+    const CategoricalCrossentropy by_name({.names = names, .missing_value = "", .neg_prefix = "!"});
+    check_close(c, "d_guesses_names", by_name.get_grad(guesses, named));
+    check_close(c, "d_guesses_names_nonorm",
+                CategoricalCrossentropy({.normalize = false, .names = names, .missing_value = "", .neg_prefix = "!"})
+                    .get_grad(guesses, named));
+    check_close(c, "d_guesses_names_smooth",
+                CategoricalCrossentropy({.names = names, .label_smoothing = 0.1}).get_grad(guesses, plain));
+    // Names that are the labels give the labels' gradient and loss.
+    const Floats2d by_names = CategoricalCrossentropy({.names = names}).get_grad(guesses, plain);
+    const Floats2d by_labels = CategoricalCrossentropy().get_grad(guesses, labels);
+    CHECK((by_names.shape() == by_labels.shape() && std::equal(by_names.begin(), by_names.end(), by_labels.begin())));
+    CHECK(CategoricalCrossentropy({.names = names}).get_loss(guesses, plain) ==
+          CategoricalCrossentropy().get_loss(guesses, labels));
+    // The loss: the other rows' cross-entropy, and -log(1 - P) of the negated class.
+    double ce_named = 0.0;
+    for (std::size_t i = 0; i < labels.shape(0); ++i)
+        if (i == 3) ce_named -= std::log(1.0 - double(guesses(3, std::size_t(labels[3] + 1) % 4)));
+        else if (i != 1) ce_named -= std::log(double(guesses(i, std::size_t(labels[i]))));
+    auto [d_named, loss_named] = by_name(guesses, named);
+    CHECK(loss_named == Approx(ce_named / double(guesses.shape(0))).epsilon(1e-6));
+    CHECK(d_named.shape() == guesses.shape());
+    // What the names cannot say: tenon-E137 (no names, an unknown name, a count of names that is
+    // not the guesses' columns); another number of truths than rows: tenon-E133.
+    CHECK_THROWS_WITH(CategoricalCrossentropy().get_grad(guesses, plain), Catch::Contains("tenon-E137"));
+    auto unknown = plain;
+    unknown[2] = "E";
+    CHECK_THROWS_WITH(by_name.get_grad(guesses, unknown),
+                      Catch::Contains("tenon-E137") && Catch::Contains("row 2: 'E' is not one of the names (A, B, C, D)"));
+    unknown[2] = "!E";
+    CHECK_THROWS_WITH(by_name.get_loss(guesses, unknown), Catch::Contains("tenon-E137"));
+    CHECK_THROWS_WITH(CategoricalCrossentropy({.names = {"A", "B"}}).get_grad(guesses, plain),
+                      Catch::Contains("tenon-E137") && Catch::Contains("2 names for guesses of 4 columns"));
+    CHECK_THROWS_WITH(by_name.get_grad(guesses, std::vector<std::string>{"A"}), Catch::Contains("tenon-E133"));
 }
 
 TEST_CASE("oracle: SequenceCategoricalCrossentropy", "[oracle]") {
@@ -254,6 +297,17 @@ TEST_CASE("oracle: SequenceCategoricalCrossentropy", "[oracle]") {
         for (std::size_t i = 0; i < y.shape(0); ++i)
             if (y[i] == 1) y[i] = -1;
     check_all("d_guesses_missing", SequenceCategoricalCrossentropy({.missing_value = -1}).get_grad(guesses, missing));
+    // Names: label 2 negated ("!D"), label 3 not annotated ("-"), as gen_thinc_cases.py writes.
+    const std::vector<std::string> names{"A", "B", "C", "D"};
+    std::vector<std::vector<std::string>> named;
+    for (const auto& y : labels) {
+        std::vector<std::string> doc;
+        for (std::size_t i = 0; i < y.shape(0); ++i)
+            doc.push_back(y[i] == 3 ? std::string("-") : y[i] == 2 ? "!" + names[3] : names[std::size_t(y[i])]);
+        named.push_back(std::move(doc));
+    }
+    check_all("d_guesses_names", SequenceCategoricalCrossentropy({.names = names, .missing_value = "-", .neg_prefix = "!"})
+                                     .get_grad(guesses, named));
 
     // The loss is the cross-entropy of every row, over the number of documents (not Thinc 8.1's
     // sum of squared gradients: thinc-known-defects).

@@ -1,6 +1,7 @@
 // SequenceCategoricalCrossentropy: CategoricalCrossentropy over a batch of sequences (a tagger's
-// List<Floats2d> of probabilities, one array per document, against one Ints1d of labels or one
-// Floats2d of one-hot rows per document), as thinc/loss.py. Each document's gradient is
+// List<Floats2d> of probabilities, one array per document, against one Ints1d of labels, one
+// Floats2d of one-hot rows or, with names, one std::vector<std::string> per document), as
+// thinc/loss.py. Each document's gradient is
 // P - T, divided by the number of documents (normalize = true), not by its rows: a long
 // document weighs more than a short one, as in Thinc. get_loss returns the cross-entropy,
 // summed over the documents' rows and divided by the number of documents (Thinc 8.1 returns the
@@ -11,6 +12,8 @@
 #include <iterator>
 #include <optional>
 #include <ranges>
+#include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -21,10 +24,13 @@
 
 namespace tenon {
 
+// (Thinc's keyword order: normalize, names, missing_value, neg_prefix, label_smoothing.)
 struct SequenceCategoricalCrossentropyOptions {
-    bool normalize = true;                            // divide each document's gradient by the number of documents
-    std::optional<std::int32_t> missing_value = {};   // a label of a row not annotated (CategoricalCrossentropy's)
-    double label_smoothing = 0.0;                     // applied to integer labels
+    bool normalize = true;                           // divide each document's gradient by the number of documents
+    std::vector<std::string> names = {};             // the classes' names: truths may be names (CategoricalCrossentropy's)
+    std::optional<MissingLabel> missing_value = {};  // the truth of a row not annotated: -1, or a name
+    std::optional<std::string> neg_prefix = {};      // "!PER": the row is not PER (with names)
+    double label_smoothing = 0.0;                    // applied to integer labels and names
 };
 
 namespace detail {
@@ -34,10 +40,13 @@ template <class R>
 concept sequence_truths =
     std::ranges::sized_range<const R> &&
     (std::is_convertible_v<std::ranges::range_reference_t<const R>, Ints1dCView> ||
-     std::is_convertible_v<std::ranges::range_reference_t<const R>, Floats2dCView>);
+     std::is_convertible_v<std::ranges::range_reference_t<const R>, Floats2dCView> ||
+     std::is_convertible_v<std::ranges::range_reference_t<const R>, std::span<const std::string>>);
 template <class R>
-using truth_view_t = std::conditional_t<std::is_convertible_v<std::ranges::range_reference_t<const R>, Ints1dCView>,
-                                        Ints1dCView, Floats2dCView>;
+using truth_view_t = std::conditional_t<
+    std::is_convertible_v<std::ranges::range_reference_t<const R>, Ints1dCView>, Ints1dCView,
+    std::conditional_t<std::is_convertible_v<std::ranges::range_reference_t<const R>, Floats2dCView>, Floats2dCView,
+                       std::span<const std::string>>>;
 }  // namespace detail
 
 class SequenceCategoricalCrossentropy {
@@ -101,6 +110,8 @@ private:
     List<Floats2d> grads(const List<Floats2d>& guesses, const std::vector<Floats2dCView>& truths) const;
     double loss(const List<Floats2d>& guesses, const std::vector<Ints1dCView>& labels) const;
     double loss(const List<Floats2d>& guesses, const std::vector<Floats2dCView>& truths) const;
+    List<Floats2d> grads(const List<Floats2d>& guesses, const std::vector<std::span<const std::string>>& names) const;
+    double loss(const List<Floats2d>& guesses, const std::vector<std::span<const std::string>>& names) const;
     SequenceCategoricalCrossentropyOptions opts_;
 };
 
