@@ -12,6 +12,24 @@
 
 namespace tenon {
 
+CategoricalCrossentropy::CategoricalCrossentropy() = default;
+CategoricalCrossentropy::CategoricalCrossentropy(CategoricalCrossentropyOptions o) : opts_(std::move(o)) {}
+CategoricalCrossentropy::CategoricalCrossentropy(const CategoricalCrossentropy&) = default;
+CategoricalCrossentropy::CategoricalCrossentropy(CategoricalCrossentropy&&) noexcept = default;
+CategoricalCrossentropy& CategoricalCrossentropy::operator=(const CategoricalCrossentropy&) = default;
+CategoricalCrossentropy& CategoricalCrossentropy::operator=(CategoricalCrossentropy&&) noexcept = default;
+CategoricalCrossentropy::~CategoricalCrossentropy() = default;
+SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy() = default;
+SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropyOptions o)
+    : opts_(std::move(o)) {}
+SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy(const SequenceCategoricalCrossentropy&) = default;
+SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropy&&) noexcept = default;
+SequenceCategoricalCrossentropy& SequenceCategoricalCrossentropy::operator=(const SequenceCategoricalCrossentropy&) =
+    default;
+SequenceCategoricalCrossentropy& SequenceCategoricalCrossentropy::operator=(SequenceCategoricalCrossentropy&&) noexcept =
+    default;
+SequenceCategoricalCrossentropy::~SequenceCategoricalCrossentropy() = default;
+
 // The gradient (P - T) [/ rows] and the loss -sum(T log P) [/ rows], each over the annotated
 // rows (all of them without missing_value); `truths` says which rows are.
 template <class Truths>

@@ -331,8 +331,8 @@ ParamView Node::get_param(std::string_view n) {
     return view_of<ParamView>(p, false);
 }
 
-std::mutex& detail::param_write_mutex() noexcept {
-    static std::mutex m;
+detail::Mutex& detail::param_write_mutex() noexcept {
+    static detail::Mutex m;
     return m;
 }
 CParamView Node::get_param(std::string_view n) const { return view_of<CParamView>(require_param(n), false); }
@@ -405,7 +405,7 @@ void Node::set_param(std::string_view n, CParamView v) {
     }
     // From wherever the values are to wherever the parameter is (a device model's: one copy), and
     // the new stamp, under the lock a frozen plan copies under (never half of it).
-    const std::lock_guard<std::mutex> lock(detail::param_write_mutex());
+    const detail::LockGuard lock(detail::param_write_mutex());
     if (v.size())
         detail::copy_bytes(p->value.data(), p->value.memory(), v.data, detail::memory_of(v.data), v.size() * sizeof(float));
     p->stamp.renew();

@@ -157,7 +157,7 @@ FrozenWeights::FrozenWeights(const PlanData& p, const Ops& ops) : ops_(&ops), st
     const detail::MemoryScope memory(ops.memory());
     // The stamps and the values under the lock set_param writes under: a copy is of one
     // version of each parameter, and its stamp is that version's.
-    const std::lock_guard<std::mutex> lock(detail::param_write_mutex());
+    const detail::LockGuard lock(detail::param_write_mutex());
     auto copy = [&](const Node& n, std::size_t i) -> const float* {
         if (!ParamAccess::ok(n, i)) return nullptr;
         const std::size_t size = ParamAccess::size(n, i);
@@ -223,7 +223,7 @@ FrozenSlot& FrozenSlot::operator=(const FrozenSlot& o) {
 
 void FrozenSlot::freeze(const PlanData& p, const Ops& ops) {
     std::shared_ptr<const FrozenWeights> made = std::make_shared<const FrozenWeights>(p, ops);
-    const std::lock_guard<std::mutex> guard(lock_);
+    const detail::LockGuard guard(lock_);
     cur_.store(std::move(made));
     on_.store(true, std::memory_order_release);
 }
@@ -239,7 +239,7 @@ std::shared_ptr<const FrozenWeights> FrozenSlot::get(const PlanData& p, const Op
         return f;
     // One thread copies; the others wait for its copies (a call that starts after a write
     // must see it), and calls still running on the old ones keep them alive.
-    const std::lock_guard<std::mutex> guard(lock_);
+    const detail::LockGuard guard(lock_);
     f = cur_.load();
     if (f && f->current(ops)) return f;
     f = std::make_shared<const FrozenWeights>(p, ops);

@@ -2,12 +2,20 @@
 #include "tenon/util/progress.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 
 #include <unistd.h>
 
 namespace tenon {
+
+namespace {
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
 
 Progress::Progress(std::FILE* out, std::FILE* err) : Progress(out, err, isatty(fileno(err)) != 0) {}
 
@@ -19,7 +27,7 @@ void Progress::start_epoch(std::size_t epoch, std::size_t steps) {
     done_ = 0;
     loss_ = 0.0;
     warned_ = false;
-    t0_ = t1_ = std::chrono::steady_clock::now();
+    t0_ = t1_ = now_ns();
 }
 
 void Progress::step(double loss) {
@@ -30,13 +38,13 @@ void Progress::step(double loss) {
     }
     loss_ += loss;
     ++done_;
-    t1_ = std::chrono::steady_clock::now();
+    t1_ = now_ns();
     show(true);
 }
 
 void Progress::step() {
     ++done_;
-    t1_ = std::chrono::steady_clock::now();
+    t1_ = now_ns();
     show(false);
 }
 
@@ -76,7 +84,7 @@ void Progress::warn(const std::string& text) {
     std::fflush(err_);
 }
 
-double Progress::seconds() const { return std::chrono::duration<double>(t1_ - t0_).count(); }
+double Progress::seconds() const { return static_cast<double>(t1_ - t0_) * 1e-9; }
 
 void Progress::clear_bar() {
     if (!bar_shown_) return;

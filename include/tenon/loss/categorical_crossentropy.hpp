@@ -53,7 +53,15 @@ struct CategoricalCrossentropyOptions {
 
 class CategoricalCrossentropy {
 public:
-    explicit CategoricalCrossentropy(CategoricalCrossentropyOptions o = {}) : opts_(o) {}
+    // (Out of line, src/loss.cpp, as the members: the options' strings are not copied or
+    // destroyed in every program's own code.)
+    CategoricalCrossentropy();
+    explicit CategoricalCrossentropy(CategoricalCrossentropyOptions o);
+    CategoricalCrossentropy(const CategoricalCrossentropy&);
+    CategoricalCrossentropy(CategoricalCrossentropy&&) noexcept;
+    CategoricalCrossentropy& operator=(const CategoricalCrossentropy&);
+    CategoricalCrossentropy& operator=(CategoricalCrossentropy&&) noexcept;
+    ~CategoricalCrossentropy();
 
     // The members are compiled once, in the library (src/loss.cpp): no model type reaches them.
     Floats2d get_grad(Floats2dCView guesses, Floats2dCView truths) const;

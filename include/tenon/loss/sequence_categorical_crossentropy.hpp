@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
-#include <ranges>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -36,22 +35,33 @@ struct SequenceCategoricalCrossentropyOptions {
 namespace detail {
 // A batch of truths, one per document: any sized range (List<Ints1d>, std::vector<Floats2d>,
 // ...) whose elements are labels (Ints1d) or one-hot rows (Floats2d).
+// (std::begin / std::size, not <ranges>: its parse is a tenth of tenon.hpp's.)
 template <class R>
-concept sequence_truths =
-    std::ranges::sized_range<const R> &&
-    (std::is_convertible_v<std::ranges::range_reference_t<const R>, Ints1dCView> ||
-     std::is_convertible_v<std::ranges::range_reference_t<const R>, Floats2dCView> ||
-     std::is_convertible_v<std::ranges::range_reference_t<const R>, std::span<const std::string>>);
+using truth_ref_t = decltype(*std::begin(std::declval<const R&>()));
 template <class R>
-using truth_view_t = std::conditional_t<
-    std::is_convertible_v<std::ranges::range_reference_t<const R>, Ints1dCView>, Ints1dCView,
-    std::conditional_t<std::is_convertible_v<std::ranges::range_reference_t<const R>, Floats2dCView>, Floats2dCView,
-                       std::span<const std::string>>>;
+concept sequence_truths = requires(const R& r) {
+    std::size(r);
+    std::end(r);
+    typename truth_ref_t<R>;
+} && (std::is_convertible_v<truth_ref_t<R>, Ints1dCView> || std::is_convertible_v<truth_ref_t<R>, Floats2dCView> ||
+      std::is_convertible_v<truth_ref_t<R>, std::span<const std::string>>);
+template <class R>
+using truth_view_t =
+    std::conditional_t<std::is_convertible_v<truth_ref_t<R>, Ints1dCView>, Ints1dCView,
+                       std::conditional_t<std::is_convertible_v<truth_ref_t<R>, Floats2dCView>, Floats2dCView,
+                                          std::span<const std::string>>>;
 }  // namespace detail
 
 class SequenceCategoricalCrossentropy {
 public:
-    explicit SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropyOptions o = {}) : opts_(o) {}
+    // (Out of line, src/loss.cpp: the options' strings are not copied in every program's code.)
+    SequenceCategoricalCrossentropy();
+    explicit SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropyOptions o);
+    SequenceCategoricalCrossentropy(const SequenceCategoricalCrossentropy&);
+    SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropy&&) noexcept;
+    SequenceCategoricalCrossentropy& operator=(const SequenceCategoricalCrossentropy&);
+    SequenceCategoricalCrossentropy& operator=(SequenceCategoricalCrossentropy&&) noexcept;
+    ~SequenceCategoricalCrossentropy();
 
     // One gradient per document, in the documents' order.
     template <class Truths>
@@ -100,7 +110,7 @@ private:
     template <class Truths>
     static std::vector<detail::truth_view_t<Truths>> views(const Truths& truths) {
         std::vector<detail::truth_view_t<Truths>> v;
-        v.reserve(std::ranges::size(truths));
+        v.reserve(std::size(truths));
         for (const auto& t : truths) v.emplace_back(t);
         return v;
     }

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -44,7 +43,7 @@ public:
     // The layout epoch at which the model was found not to need a plan (no stage to fuse) or
     // not to allow one: no new attempt until the layout changes. 0: none.
     std::atomic<std::uint64_t> none_at{0};
-    std::mutex lock;
+    tenon::detail::Mutex lock;
     std::vector<std::shared_ptr<const void>> kept;
     // model.freeze_weights(): every plan the engine makes (or holds) keeps its weights packed
     // (Plan::freeze_weights, docs/lowering.md "Frozen weights").

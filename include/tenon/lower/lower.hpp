@@ -16,7 +16,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 #include <type_traits>
@@ -828,7 +827,7 @@ const Plan<M>* engine_plan(M& model, EngineSlot& slot) {
             return plan;
         const std::uint64_t now = detail::layout_epoch.load(std::memory_order_acquire);
         if (slot.none_at.load(std::memory_order_acquire) == now) return nullptr;
-        std::lock_guard<std::mutex> guard(slot.lock);
+        const tenon::detail::LockGuard guard(slot.lock);
         plan = static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
         if (plan && plan->is_current()) return plan;
         std::shared_ptr<Plan<M>> made;
@@ -928,7 +927,7 @@ bool engine_freeze(M& model, EngineSlot& slot, bool on) {
     const Plan<M>* plan = on ? (model.is_initialized() ? engine_plan(model, slot) : nullptr)
                              : static_cast<const Plan<M>*>(slot.current.load(std::memory_order_acquire));
     if (!plan) return false;
-    std::lock_guard<std::mutex> guard(slot.lock);
+    const tenon::detail::LockGuard guard(slot.lock);
     auto* p = const_cast<Plan<M>*>(plan);  // (made non-const by engine_plan; a set-up call)
     if (!on) p->thaw_weights();
     else if (!p->weights_frozen()) p->freeze_weights();

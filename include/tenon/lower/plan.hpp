@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -363,7 +362,7 @@ public:
 private:
     std::atomic<bool> on_{false};
     mutable std::atomic<std::shared_ptr<const FrozenWeights>> cur_;
-    mutable std::mutex lock_;
+    mutable tenon::detail::Mutex lock_;
 };
 
 // The row passes of a stage (the fused operations after its primary step, forward and

@@ -12,7 +12,6 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +23,7 @@
 
 #include "tenon/backend/ops.hpp"
 #include "tenon/types/array.hpp"
+#include "tenon/util/mutex.hpp"
 
 namespace tenon {
 
@@ -165,7 +165,7 @@ private:
 };
 // Held by set_param while it writes a parameter, and by a frozen plan while it copies
 // parameters: a copy never sees half of a set_param (src/node.cpp).
-std::mutex& param_write_mutex() noexcept;
+Mutex& param_write_mutex() noexcept;
 }  // namespace detail
 
 // A parameter or gradient of any rank (<= 4), as get_param/get_grad return it.

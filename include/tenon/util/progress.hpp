@@ -11,8 +11,8 @@
 //       progress.end_epoch({{"loss", progress.loss()}, {"dev accuracy", acc}});
 //   }
 #pragma once
-#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <initializer_list>
 #include <string>
@@ -56,7 +56,8 @@ private:
     bool bar_shown_ = false, warned_ = false;
     std::size_t epoch_ = 0, steps_ = 0, done_ = 0;
     double loss_ = 0.0;
-    std::chrono::steady_clock::time_point t0_{}, t1_{};
+    // The steady clock's time in nanoseconds (src/progress.cpp: <chrono> stays out of this header).
+    std::int64_t t0_ = 0, t1_ = 0;
 };
 
 }  // namespace tenon
