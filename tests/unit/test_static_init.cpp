@@ -192,6 +192,19 @@ TEST_CASE("static init: without data = with data of the same widths (same seed, 
             },
             X);
     }
+    SECTION("layers that take their width from their input, first: a later layer's nI fixes it") {
+        // LayerNorm<>() >> Relu<8, 32>(): the LayerNorm is 32 wide (widths::backward_width),
+        // through `>>` one step at a time and through Dropout, residual and with_array too.
+        using A = decltype(LayerNorm<>() >> Relu<8, 32>());
+        static_assert(A::static_nI == 32 && std::is_same_v<std::remove_cvref_t<decltype(std::declval<A&>().layer<0>())>,
+                                                           LayerNorm<32>>);
+        using B = decltype(LayerNorm<>() >> Dropout() >> residual(Relu<>()) >> Relu<8, 32>() >> Softmax<3>());
+        static_assert(B::static_nI == 32);
+        check_same_as_with_data([] { return LayerNorm<>() >> Relu<8, 32>() >> Softmax<3>(); }, X);
+        check_same_as_with_data(
+            [] { return LayerNorm<>() >> Dropout() >> residual(Relu<>()) >> Relu<8, 32>() >> Softmax<3>(); }, X);
+        check_same_as_with_data([] { return with_array<Floats2d>(LayerNorm<>()) >> Relu<8, 32>(); }, X);
+    }
     SECTION("clone of add with noop: the output width is the input width") {
         check_same_as_with_data(
             [] { return Relu<24, 32>() >> clone(noop() + Relu<>(), 2) >> noop() >> Softmax<>({.nO = 3}); }, X);

@@ -747,7 +747,7 @@ struct chain_type_of {
     using type = typename rebound_chain_of<typename Args::List>::type;
 };
 template <class Args, class... Ls, class D>
-    requires(!is_chain_v<D> && !widths::flow<Ls...>::value.rebinds)
+    requires(!is_chain_v<D> && !widths::flow<Ls...>::value.rebinds && !widths::flow<Ls...>::value.open_start)
 struct chain_type_of<Args, Chain<Ls...>, D> {
     using type = Chain<Ls..., typename widths::rebind_nI<D, Chain<Ls...>::static_nO>::type>;
 };
@@ -813,7 +813,8 @@ C make_checked_chain(Ms&&... ms) {
 template <class... Ms>
 inline constexpr bool chain_appends = false;
 template <class... Ls, class M>
-    requires(!is_chain_v<std::remove_cvref_t<M>> && !widths::flow<Ls...>::value.rebinds)
+    requires(!is_chain_v<std::remove_cvref_t<M>> && !widths::flow<Ls...>::value.rebinds &&
+             !widths::flow<Ls...>::value.open_start)
 inline constexpr bool chain_appends<Chain<Ls...>, M> = true;
 
 // (Not inlined: `l0 >> l1 >> ... >> l99` is one full-expression whose temporaries live to its

@@ -150,7 +150,30 @@ struct FlowResult {
     std::size_t first_changer = 0, last_changer = 0;
     bool all_keep = true;  // every layer keeps the width (LayerNorm, Dropout, ...)
     bool any_inside = false;  // some layer holds layers (has_inside): nested_failure may apply
+    // Every layer passes its width on (Dropout) or takes its output width from its input
+    // (LayerNorm, residual) without knowing it, and one at least has a width: a layer of static
+    // nI appended after them fixes it (backward_width), so `>>` cannot only append.
+    bool open_start = false;
 };
+// The static width that reaches the first layers from the first layer after them that knows
+// its nI, where every layer before it passes its width on or takes its output width from its
+// input without knowing it (LayerNorm<>() >> Relu<8, 4>(): the LayerNorm is 4 wide); dyn where
+// none does. `open`: whether the walk met no such layer and some of the layers do follow.
+constexpr extent_t backward_width(const Traits* t, std::size_t n, bool* open) {
+    constexpr extent_t unknown = dyn;
+    bool follows = false;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (t[i].keeps) continue;
+        if (t[i].follows && t[i].rebind && t[i].nI == unknown && t[i].nO == unknown) {
+            follows = true;
+            continue;
+        }
+        *open = false;
+        return follows ? t[i].nI : unknown;
+    }
+    *open = follows;
+    return unknown;
+}
 // The walk over n layers' traits; `incoming`, when given, gets the static width reaching
 // each layer (or dyn). One function for every sequence of layers (not a member of flow: its
 // body is then not instantiated again for each chain type).
@@ -162,7 +185,8 @@ constexpr FlowResult walk_widths(const Traits* t, std::size_t n, extent_t* incom
     constexpr extent_t unknown = dyn;
     FlowResult r;
     r.bad = n;
-    extent_t w = w0;
+    // (With no width given, the first layers may take theirs from a later one: backward_width.)
+    extent_t w = w0 != unknown ? w0 : backward_width(t, n, &r.open_start);
     std::size_t from = 0;
     bool seen_width_changer = false;
     for (std::size_t i = 0; i < n; ++i) {
