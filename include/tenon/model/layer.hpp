@@ -231,6 +231,22 @@ public:
             return self();
         });
     }
+    // A sample whose type fixes another width than the model's: E017.
+    template <class X>
+        requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
+    Derived& initialize(const X&) {
+        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+        return self();
+    }
+    template <class X, class Y>
+        requires(std::is_convertible_v<const X&, InView> && std::is_convertible_v<const Y&, OutView> &&
+                 detail::static_width_differs<X, Derived>)
+    Derived& initialize(const X&, const Y&) {
+        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+        return self();
+    }
     // A sample of another data type: E010 (the overloads above take the model's types).
     template <class X>
         requires(!std::is_convertible_v<const X&, InView>)
