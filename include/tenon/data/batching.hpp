@@ -168,11 +168,19 @@ inline constexpr bool item_batch_call = [] {
 inline constexpr std::size_t batch_ok = static_cast<std::size_t>(-1);
 template <class Seq>
 struct batches_of;
+// (Each batch a failed_model, or a tuple of them: whatever the loop's body does with them, a
+// model's begin_update included, is taken silently.)
 template <std::size_t... I>
 struct batches_of<std::index_sequence<I...>> {
     template <std::size_t>
-    using any_array = Floats2d;
-    using type = Batches<any_array<I>...>;
+    using failed = failed_model;
+    using item = std::conditional_t<sizeof...(I) == 1, failed_model, std::tuple<failed<I>...>>;
+    struct type {
+        item batch{};
+        const item* begin() const noexcept { return &batch; }
+        const item* end() const noexcept { return &batch; }
+        std::size_t size() const noexcept { return 0; }
+    };
 };
 template <class S, class... Args>
 struct batch_args {

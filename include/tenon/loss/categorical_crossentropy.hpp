@@ -74,34 +74,55 @@ public:
 
     // (gradient, loss), as Thinc's loss(guesses, truths).
     template <class Guesses, class Truths>
-        requires detail::cce_arguments<Guesses, Truths>
+        requires(detail::cce_arguments<Guesses, Truths> && !is_failed_model<Guesses> && !is_failed_model<Truths>)
     std::pair<Floats2d, double> operator()(const Guesses& guesses, const Truths& truths) const {
         const Floats2dCView g = guesses;
         return {get_grad(g, truths), get_loss(g, truths)};
     }
 
-    // Anything else (a List of documents: SequenceCategoricalCrossentropy): tenon-E019. The
-    // gradient it gives is a failed_model, which backprop(dY) and the rest take silently.
+    // A failed model's output or batch (its error is already said): taken silently, where the
+    // overloads above would all take it and none would be chosen.
     template <class G, class T>
-        requires(!detail::cce_arguments<G, T>)
-    auto get_grad(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<CategoricalCrossentropy, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
-        return failed_model{};
+        requires(is_failed_model<G> || is_failed_model<T>)
+    failed_model get_grad(const G&, const T&) const {
+        return {};
     }
     template <class G, class T>
-        requires(!detail::cce_arguments<G, T>)
+        requires(is_failed_model<G> || is_failed_model<T>)
     double get_loss(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<CategoricalCrossentropy, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
         return 0.0;
     }
     template <class G, class T>
-        requires(!detail::cce_arguments<G, T>)
-    auto operator()(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<CategoricalCrossentropy, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
-        return std::pair<failed_model, double>{};
+        requires(is_failed_model<G> || is_failed_model<T>)
+    std::pair<failed_model, double> operator()(const G&, const T&) const {
+        return {};
+    }
+
+    // A call with arguments of other types, and the check its return type names (check::failing).
+    template <class G, class T>
+    static constexpr bool wrong = !detail::cce_arguments<G, T>;
+    template <class G, class T>
+    using wrong_arguments = check::loss_arguments<CategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                                                  check::given_type<check::name_t<T>>>;
+    // Anything else (a List of documents: SequenceCategoricalCrossentropy): tenon-E019. The
+    // gradient it gives is a failed_model, which backprop(dY) and the rest take silently.
+    template <class G, class T>
+        requires wrong<G, T>
+    auto get_grad(const G&, const T&) const
+        -> typename check::failing<wrong<G, T>, wrong_arguments<G, T>>::type {
+        return {};
+    }
+    template <class G, class T>
+        requires wrong<G, T>
+    auto get_loss(const G&, const T&) const
+        -> typename check::failing_as<wrong<G, T>, wrong_arguments<G, T>, double>::type {
+        return 0.0;
+    }
+    template <class G, class T>
+        requires wrong<G, T>
+    auto operator()(const G&, const T&) const
+        -> std::pair<typename check::failing<wrong<G, T>, wrong_arguments<G, T>>::type, double> {
+        return {};
     }
 
 private:

@@ -39,28 +39,32 @@ public:
         return {get_grad(guesses, truths), get_loss(guesses, truths)};
     }
 
+    // A call with arguments of other types, and the check its return type names (check::failing).
+    template <class G, class T>
+    static constexpr bool wrong =
+        !std::is_convertible_v<const G&, Floats2dCView> || !std::is_convertible_v<const T&, Floats2dCView>;
+    template <class G, class T>
+    using wrong_arguments = check::loss_arguments<L2Distance, check::given_type<check::name_t<G>>,
+                                                  check::given_type<check::name_t<T>>>;
     // Anything else (a List of arrays: call it per array): tenon-E019; its gradient is a
     // failed_model, which backprop(dY) and the rest take silently.
     template <class G, class T>
-        requires(!std::is_convertible_v<const G&, Floats2dCView> || !std::is_convertible_v<const T&, Floats2dCView>)
-    auto get_grad(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<L2Distance, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
-        return failed_model{};
+        requires wrong<G, T>
+    auto get_grad(const G&, const T&) const
+        -> typename check::failing<wrong<G, T>, wrong_arguments<G, T>>::type {
+        return {};
     }
     template <class G, class T>
-        requires(!std::is_convertible_v<const G&, Floats2dCView> || !std::is_convertible_v<const T&, Floats2dCView>)
-    double get_loss(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<L2Distance, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
+        requires wrong<G, T>
+    auto get_loss(const G&, const T&) const
+        -> typename check::failing_as<wrong<G, T>, wrong_arguments<G, T>, double>::type {
         return 0.0;
     }
     template <class G, class T>
-        requires(!std::is_convertible_v<const G&, Floats2dCView> || !std::is_convertible_v<const T&, Floats2dCView>)
-    auto operator()(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<L2Distance, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
-        return std::pair<failed_model, double>{};
+        requires wrong<G, T>
+    auto operator()(const G&, const T&) const
+        -> std::pair<typename check::failing<wrong<G, T>, wrong_arguments<G, T>>::type, double> {
+        return {};
     }
 
 private:

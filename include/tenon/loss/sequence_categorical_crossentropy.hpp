@@ -82,28 +82,33 @@ public:
         return {grads(guesses, t), loss(guesses, t)};
     }
 
+    // A call with arguments of other types, and the check its return type names (check::failing).
+    template <class G, class T>
+    static constexpr bool wrong =
+        !std::is_convertible_v<const G&, const List<Floats2d>&> || !detail::sequence_truths<T>;
+    template <class G, class T>
+    using wrong_arguments =
+        check::loss_arguments<SequenceCategoricalCrossentropy, check::given_type<check::name_t<G>>,
+                              check::given_type<check::name_t<T>>>;
     // Anything else (one Floats2d of guesses, truths that are not one array per document):
     // tenon-E019, with the types given; its gradient is a failed_model (taken silently after).
     template <class G, class T>
-        requires(!std::is_convertible_v<const G&, const List<Floats2d>&> || !detail::sequence_truths<T>)
-    auto get_grad(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<SequenceCategoricalCrossentropy, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
-        return failed_model{};
+        requires wrong<G, T>
+    auto get_grad(const G&, const T&) const
+        -> typename check::failing<wrong<G, T>, wrong_arguments<G, T>>::type {
+        return {};
     }
     template <class G, class T>
-        requires(!std::is_convertible_v<const G&, const List<Floats2d>&> || !detail::sequence_truths<T>)
-    double get_loss(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<SequenceCategoricalCrossentropy, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
+        requires wrong<G, T>
+    auto get_loss(const G&, const T&) const
+        -> typename check::failing_as<wrong<G, T>, wrong_arguments<G, T>, double>::type {
         return 0.0;
     }
     template <class G, class T>
-        requires(!std::is_convertible_v<const G&, const List<Floats2d>&> || !detail::sequence_truths<T>)
-    auto operator()(const G&, const T&) const {
-        static_assert(sizeof(check::loss_arguments<SequenceCategoricalCrossentropy, check::given_type<check::name_t<G>>,
-                                                   check::given_type<check::name_t<T>>>) > 0);
-        return std::pair<failed_model, double>{};
+        requires wrong<G, T>
+    auto operator()(const G&, const T&) const
+        -> std::pair<typename check::failing<wrong<G, T>, wrong_arguments<G, T>>::type, double> {
+        return {};
     }
 
 private:

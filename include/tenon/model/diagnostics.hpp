@@ -161,6 +161,32 @@ struct clone_types {
 // as such a body never compiles.
 template <class T>
 T never() noexcept;
+// A wrong call's return type that says its check: `-> typename check::failing<Wrong, Check,
+// R>::type`, with Wrong the overload's own condition. Its error is then the check's alone,
+// made while the call's type is worked out, and the call still has a type (R) whatever the
+// compiler does next: clang, given a function whose body failed, gives the call the type of
+// another overload (tenon-E011 after E019). (Wrong, because clang works out the return type of
+// an overload before it checks the overload's requires-clause.)
+// (failing_as: another type than failed_model, a loss's double; two templates rather than a
+// default argument, which g++ would print in the instantiation line.)
+template <bool Wrong, class Check, class R>
+struct failing_as {
+    using type = R;
+};
+template <class Check, class R>
+struct failing_as<true, Check, R> {
+    static_assert(sizeof(Check) > 0);
+    using type = R;
+};
+template <bool Wrong, class Check>
+struct failing {
+    using type = failed_model;
+};
+template <class Check>
+struct failing<true, Check> {
+    static_assert(sizeof(Check) > 0);
+    using type = failed_model;
+};
 
 // The checks below fail whenever they are instantiated: the overload or branch that names
 // one is taken only for a wrong call. `static_assert(sizeof(check::...<...>) > 0)` shows the
@@ -198,12 +224,12 @@ struct predict_input {
                   "given_type<U>: see the instantiation line)");
 };
 
-// E017: predict / begin_update / model(X, is_train) with an array whose static width (the
-// extent of its last dimension in its type) is not the model's static input width.
+// E017: initialize / predict / begin_update / model(X, is_train) with an array whose static
+// width (the extent of its last dimension in its type) is not the model's static input width.
 template <class Expects, class Given>
 struct input_static_width {
     static_assert(always_false<Expects>,
-                  "[tenon-E017] model.predict(X) / begin_update(X): X's type fixes its width, and it is not the "
+                  "[tenon-E017] model.predict(X) / begin_update(X) / initialize(X): X's type fixes its width, and it is not the "
                   "model's input width (expects_width<W> but given_width<V>: see the instantiation line)");
 };
 
@@ -264,9 +290,9 @@ struct batch_argument {
 template <class Given>
 struct optimizer_argument {
     static_assert(always_false<Given>,
-                  "[tenon-E015] model.finish_update(optimizer): pass an Optimizer variable (Optimizer opt = "
-                  "Adam(0.001);), not a temporary, which would forget its state every step, nor a learning "
-                  "rate (given_type<T>: see the instantiation line)");
+                  "[tenon-E015] model.finish_update(optimizer): pass an Optimizer variable that is not const "
+                  "(Optimizer opt = Adam(0.001);: each step changes its state), not a temporary, which would "
+                  "forget its state every step, nor a learning rate (given_type<T>: see the instantiation line)");
 };
 
 // E016: clone(layer, n) of a layer whose static output width is not its input width.
@@ -326,7 +352,9 @@ struct widths_as_arguments {
                   "[tenon-E056] Layer(nO, nI): Thinc's positional widths; in tenon the widths are the layer "
                   "type's template arguments (Relu<64, 32>(), or Relu<64>() and the chain gives nI) or fields of "
                   "its options (Relu<>({.nO = 64})), and a constructor's first argument is the options "
-                  "(LSTM<>({}, 64, 32)) (widths_as_arguments<Layer>: see the instantiation line)");
+                  "(LSTM<>({}, 64, 32)); a number alone is no other option either: a dropout rate is "
+                  "Relu<64>({.dropout = 0.2}), Maxout's pieces Maxout<32, 16, 3>() or Maxout<32>({.nP = 3}) "
+                  "(widths_as_arguments<Layer>: see the instantiation line)");
 };
 
 }  // namespace tenon::check

@@ -26,6 +26,9 @@ public:
     using In = failed_model;
     using Out = failed_model;
     using Backprop = failed_model;
+    // A named model type derived from a failed chain (struct Tagger : decltype(layers()) {
+    // Tagger() : Chain(layers()) {} }, docs/diagnostics.md) names its base so.
+    using Chain = failed_model;
 
     // Converts to anything: a value, a view, a Node& (one template: a second one for values
     // would make copy-initialisation ambiguous).
