@@ -297,9 +297,11 @@ private:
             // (in a list) as JSON.
             const bool plain = t[0] != '[' && t[0] != '{' && t[0] != '"';
             std::string out;
-            bool in_string = false;
+            bool in_string = false, escaped = false;  // (inside a JSON string; after its backslash)
             for (std::size_t i = 0; i < t.size(); ++i) {
-                if (t[i] == '"' && (i == 0 || t[i - 1] != '\\')) in_string = !in_string;
+                if (escaped) escaped = false;
+                else if (in_string && t[i] == '\\') escaped = true;
+                else if (t[i] == '"') in_string = !in_string;
                 if (t[i] == '$' && i + 1 < t.size() && t[i + 1] == '$') {  // $$: a $ (Thinc's escape)
                     out += '$';
                     ++i;
@@ -364,16 +366,31 @@ void check_name(const std::string& name, const std::string& section, bool is_key
 // A value's text: JSON, every '$' doubled (Thinc's escape: the reader reads "${a.x}" in a string
 // as an interpolation, "$${a.x}" as the text). NaN and inf have no JSON form.
 std::string value_text(const Value& v, const std::string& section, const std::string& key) {
-    std::function<void(const Value&)> finite = [&](const Value& x) {
+    // What JSON cannot say as it was: NaN and inf, a table's key set twice (JSON keeps one),
+    // nesting the reader refuses.
+    std::function<void(const Value&, std::size_t)> check = [&](const Value& x, std::size_t depth) {
+        if (depth > max_value_depth)
+            unwritable(where(section, key) + ": a value nested more than " + std::to_string(max_value_depth) +
+                       " levels deep");
         if (x.is_number() && !std::isfinite(x.as_number()))
             unwritable(where(section, key) + ": the number " + std::to_string(x.as_number()) + " (JSON has no NaN or inf)");
         if (x.is_list())
-            for (const auto& e : x.as_list()) finite(e);
-        if (x.is_section())
-            for (const auto& [k, e] : x.as_section()) finite(e);
+            for (const auto& e : x.as_list()) check(e, depth + 1);
+        if (x.is_section()) {
+            std::set<std::string_view> seen;
+            for (const auto& [k, e] : x.as_section()) {
+                if (!seen.insert(k).second) unwritable(where(section, key) + ": the table's key '" + k + "' is set twice");
+                check(e, depth + 1);
+            }
+        }
     };
-    finite(v);
-    std::string text = v.dump();
+    check(v, 0);
+    std::string text;
+    try {
+        text = to_json(v).dump();
+    } catch (const json::exception&) {  // (type_error 316: a string that is not UTF-8)
+        unwritable(where(section, key) + ": a string that is not valid UTF-8 (JSON's strings are)");
+    }
     for (std::size_t p = text.find('$'); p != std::string::npos; p = text.find('$', p + 2)) text.insert(p, 1, '$');
     return text;
 }
@@ -387,9 +404,11 @@ void write_section(std::ostringstream& out, const std::string& path, const Secti
         values = values || !v.is_section();
     }
     // [a.*]: the positional children of [a], whose header the reader makes itself (written when
-    // it holds values of its own).
+    // it holds values of its own, or nothing at all: an empty one is read only from its header).
     const bool positional = path.size() >= 2 && path.compare(path.size() - 2, 2, ".*") == 0;
-    if (!positional || values) out << "[" << path << "]\n";
+    if (!positional || values || s.empty()) out << "[" << path << "]\n";
+    if (split_path(path).size() > max_value_depth)
+        unwritable("section [" + path + "]: sections nest at most " + std::to_string(max_value_depth) + " levels deep");
     for (const auto& [k, v] : s)
         if (!v.is_section()) out << k << " = " << value_text(v, path, k) << "\n";
     out << "\n";
@@ -406,7 +425,8 @@ const Value* Value::find(std::string_view key) const {
 }
 Value* Value::find(std::string_view key) { return const_cast<Value*>(std::as_const(*this).find(key)); }
 
-std::string Value::dump() const { return to_json(*this).dump(); }
+// (A string that is not UTF-8, which from_str reads as it is, is shown with U+FFFD in its place.)
+std::string Value::dump() const { return to_json(*this).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string Value::kind_name() const {
     switch (kind()) {

@@ -91,23 +91,38 @@ struct NamedRows {
 [[noreturn]] void names_error(const std::string& what) {
     throw Error("CategoricalCrossentropy: " + what, "tenon-E137");
 }
+// The options against the guesses and the kind of truths, whatever the truths are: names (if
+// given) one per column and each once; label_smoothing only where the loss makes the targets.
+void check_options(const CategoricalCrossentropyOptions& o, Floats2dCView guesses, bool one_hot) {
+    if (!o.names.empty() && o.names.size() != guesses.shape(1))
+        names_error(std::to_string(o.names.size()) + " names for guesses of " + std::to_string(guesses.shape(1)) +
+                    " columns");
+    for (std::size_t c = 1; c < o.names.size(); ++c)
+        for (std::size_t d = 0; d < c; ++d)
+            if (o.names[c] == o.names[d])
+                names_error("the name '" + o.names[c] + "' is given twice (columns " + std::to_string(d) + " and " +
+                            std::to_string(c) + "): a name must say one column");
+    if (one_hot && o.label_smoothing != 0.0)
+        names_error("label_smoothing applies to labels and names, from which the loss makes the targets; one-hot "
+                    "truths are the targets as given (smooth them with to_categorical(labels, n, smoothing))");
+}
 NamedRows read_names(const CategoricalCrossentropyOptions& o, Floats2dCView guesses, std::span<const std::string> truths) {
     if (o.names.empty())
         names_error("truths given as names need the classes' names, in column order (the options' names: "
                     "CategoricalCrossentropy({.names = {\"A\", \"B\"}}))");
-    if (o.names.size() != guesses.shape(1))
-        names_error(std::to_string(o.names.size()) + " names for guesses of " + std::to_string(guesses.shape(1)) +
-                    " columns");
+    check_options(o, guesses, false);
     if (truths.size() != guesses.shape(0))
         throw ShapeError("CategoricalCrossentropy: " + std::to_string(guesses.shape(0)) + " guesses but " +
                              std::to_string(truths.size()) + " truths",
                          "tenon-E133");
-    const auto column = [&](std::string_view name, std::size_t row) {
+    // (`given`: the truth as written, "!PER" for the name PER.)
+    const auto column = [&](std::string_view name, std::size_t row, const std::string& given) {
         for (std::size_t c = 0; c < o.names.size(); ++c)
             if (o.names[c] == name) return static_cast<std::int32_t>(c);
         std::string known;
         for (std::size_t c = 0; c < o.names.size() && c < 20; ++c) known += (c ? ", " : "") + o.names[c];
-        names_error("row " + std::to_string(row) + ": '" + std::string(name) + "' is not one of the names (" + known +
+        names_error("row " + std::to_string(row) + ": '" + std::string(name) + "'" +
+                    (given != name ? " (in '" + given + "')" : std::string()) + " is not one of the names (" + known +
                     (o.names.size() > 20 ? ", ..." : "") + ")");
     };
     const std::optional<std::string>& missing = o.missing_value ? o.missing_value->name : std::nullopt;
@@ -119,9 +134,9 @@ NamedRows read_names(const CategoricalCrossentropyOptions& o, Floats2dCView gues
             rows.columns[i] = 0;
         } else if (o.neg_prefix && !o.neg_prefix->empty() && !t.empty() && t.starts_with(*o.neg_prefix)) {
             rows.says[i] = RowSays::negative;
-            rows.columns[i] = column(std::string_view(t).substr(o.neg_prefix->size()), i);
+            rows.columns[i] = column(std::string_view(t).substr(o.neg_prefix->size()), i, t);
         } else {
-            rows.columns[i] = column(t, i);
+            rows.columns[i] = column(t, i, t);
         }
     }
     return rows;
@@ -172,18 +187,22 @@ double CategoricalCrossentropy::get_loss(Floats2dCView guesses, std::span<const 
 }
 
 Floats2d CategoricalCrossentropy::get_grad(Floats2dCView guesses, Floats2dCView truths) const {
+    check_options(opts_, guesses, true);
     return grad(guesses, truths, truths);
 }
 
 Floats2d CategoricalCrossentropy::get_grad(Floats2dCView guesses, Ints1dCView labels) const {
+    check_options(opts_, guesses, false);
     return grad(guesses, targets(guesses, labels), labels);
 }
 
 double CategoricalCrossentropy::get_loss(Floats2dCView guesses, Floats2dCView truths) const {
+    check_options(opts_, guesses, true);
     return loss(guesses, truths, truths);
 }
 
 double CategoricalCrossentropy::get_loss(Floats2dCView guesses, Ints1dCView labels) const {
+    check_options(opts_, guesses, false);
     return loss(guesses, targets(guesses, labels), labels);
 }
 

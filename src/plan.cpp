@@ -32,6 +32,19 @@ void throw_plan_model_gone(const std::string& model_name) {
                 "tenon-E172");
 }
 
+void throw_empty_gradient(const std::string& model, const EmptyLayout& want, const EmptyLayout& found) {
+    const auto text = [](const EmptyLayout& l) {
+        std::string t;
+        if (l.entries != dyn) t += std::to_string(l.entries) + " sequence" + (l.entries == 1 ? "" : "s") + ", ";
+        t += std::to_string(l.rows) + " row" + (l.rows == 1 ? "" : "s");
+        if (l.width != dyn) t += " of width " + std::to_string(l.width);
+        return t;
+    };
+    throw ShapeError(model + ": backprop: expected a gradient shaped like the output of the batch of no rows (" +
+                         text(want) + "), but found " + text(found),
+                     "tenon-E111");
+}
+
 void throw_plan_input(const std::string& model_name) {
     throw Error("begin_update of " + model_name + ": its plan does not take this input (the width of its rows, or "
                 "its sequences' columns, differ from the model's), and its layers found nothing wrong with it: "

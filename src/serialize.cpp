@@ -677,6 +677,13 @@ OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* p
     o.L2_is_weight_decay = r.boolean("L2_is_weight_decay");
     o.use_averages = r.boolean("use_averages");
     if (version >= 2) st.skipped = r.u64();
+    // The hyperparameters as an Optimizer made with them would check them (tenon-E251 there): a
+    // file is not a way around those checks (a NaN learning rate makes every weight NaN).
+    try {
+        (void)Optimizer(o);
+    } catch (const Error& e) {
+        fail("corrupted file: the optimizer state's hyperparameters: " + e.message(), "tenon-E202");
+    }
     // Version 3 on: the file's view of the nodes, each entry naming its node; before: every node.
     Walked walked;
     if (version >= 3) walked = file_walk(const_cast<Node&>(model));
@@ -712,7 +719,7 @@ OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* p
         }
         detail::OptimizerAccess::State s;
         const std::int64_t t = r.i64();
-        if (t < 0 || t > std::numeric_limits<int>::max()) Reader::corrupt("a step count is " + std::to_string(t));
+        if (t < 0 || t >= std::numeric_limits<int>::max()) Reader::corrupt("a step count is " + std::to_string(t));
         s.nr_update = static_cast<int>(t);
         for (Floats1d* a : {&s.mom1, &s.mom2, &s.average}) {
             const std::uint64_t len = r.u64();

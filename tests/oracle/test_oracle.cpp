@@ -271,6 +271,17 @@ TEST_CASE("oracle: CategoricalCrossentropy", "[oracle]") {
     CHECK_THROWS_WITH(CategoricalCrossentropy({.names = {"A", "B"}}).get_grad(guesses, plain),
                       Catch::Contains("tenon-E137") && Catch::Contains("2 names for guesses of 4 columns"));
     CHECK_THROWS_WITH(by_name.get_grad(guesses, std::vector<std::string>{"A"}), Catch::Contains("tenon-E133"));
+    // A truth with the prefix names the truth as given; a name given twice says no one column
+    // (Thinc takes the last); names of another count than the columns, with labels too; and
+    // label_smoothing with one-hot truths (Thinc raises): tenon-E137.
+    unknown[2] = "!";
+    CHECK_THROWS_WITH(by_name.get_grad(guesses, unknown), Catch::Contains("row 2: '' (in '!') is not one of"));
+    CHECK_THROWS_WITH(CategoricalCrossentropy({.names = {"A", "B", "A", "D"}}).get_grad(guesses, plain),
+                      Catch::Contains("tenon-E137") && Catch::Contains("'A' is given twice (columns 0 and 2)"));
+    CHECK_THROWS_WITH(CategoricalCrossentropy({.names = {"A", "B"}}).get_grad(guesses, labels),
+                      Catch::Contains("tenon-E137"));
+    CHECK_THROWS_WITH(CategoricalCrossentropy({.label_smoothing = 0.1}).get_grad(guesses, c.f2("truths")),
+                      Catch::Contains("tenon-E137") && Catch::Contains("one-hot"));
 }
 
 TEST_CASE("oracle: SequenceCategoricalCrossentropy", "[oracle]") {

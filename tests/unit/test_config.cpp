@@ -216,6 +216,23 @@ TEST_CASE("config: to_str reads back equal, or refuses what a config file cannot
                             {"empty", Value(Section{})},
                             {"*", Value(Section{{"v", Value(3)}, {"c1", Value(Section{{"w", Value(1)}})}})}})}}));
     CHECK(Config::from_str(ok.to_str()).root() == ok.root());
+    // An empty positional section is written (its header alone says it); a table in a list
+    // whose key is set twice, a string that is not UTF-8 and values nested too deep are not.
+    const Config empty_star(Value(Section{{"m", Value(Section{{"k", Value(1)}, {"*", Value(Section{})}})}}));
+    CHECK(Config::from_str(empty_star.to_str()).root() == empty_star.root());
+    CHECK_THAT(refused(in_a("l", Value(ValueList{Value(Section{{"p", Value(1)}, {"p", Value(2)}})}))),
+               Contains("tenon-E330") && Contains("key 'p' is set twice"));
+    const Config latin1 = Config::from_str("[a]\nx = caf\xe9\n");
+    CHECK_THAT(error_message([&] { (void)latin1.to_str(); }), Contains("tenon-E330") && Contains("UTF-8"));
+    CHECK(latin1.at("a.x").dump().find("caf") != std::string::npos);  // (shown, not thrown)
+    Value deep(1);
+    for (int i = 0; i < 300; ++i) deep = Value(ValueList{std::move(deep)});
+    CHECK_THAT(refused(in_a("x", std::move(deep))), Contains("tenon-E330") && Contains("nested"));
+    // A JSON string that ends in an escaped backslash, then an interpolation (Thinc reads it).
+    const Config escaped = Config::from_str("[s]\ny = \"q\"\n[a]\nx = [\"a\\\\\", \"${s.y}\"]\n");
+    REQUIRE(escaped.at("a.x").as_list().size() == 2);
+    CHECK(escaped.at("a.x").as_list()[0].as_string() == "a\\");
+    CHECK(escaped.at("a.x").as_list()[1].as_string() == "q");
     // A number JSON would read but a double cannot hold is an error, not the string "1e400".
     CHECK_THAT(error_message([] { (void)Config::from_str("[a]\nx = 1e400\n"); }),
                Contains("tenon-E301") && Contains("[a] x: 1e400 is a number beyond the range of a double"));

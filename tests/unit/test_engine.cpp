@@ -318,4 +318,17 @@ TEST_CASE("engine: training on a batch of no sequences, a model with its layers'
     auto [Yp, bpp] = pooled.begin_update(List<Floats2d>{});
     CHECK(Yp.shape() == std::array<std::size_t, 2>{0, 3});
     CHECK(bpp(Floats2d({0, 3})).size() == 0);
+    // A gradient not shaped like the empty output: tenon-E111, as a layer's backprop says.
+    CHECK_THROWS_WITH(bpp(Floats2d({2, 3})), Contains("tenon-E111") && Contains("0 rows of width 3") &&
+                                                 Contains("found 2 rows of width 3"));
+    CHECK_THROWS_WITH(bpp(Floats2d({0, 7})), Contains("tenon-E111") && Contains("found 0 rows of width 7"));
+    auto [Yt, bpt] = model(List<Floats2d>{}, true);
+    CHECK_THROWS_WITH(bpt(Floats2d({1, 3})), Contains("tenon-E111"));
+    // A tagger's output of no sequences takes a List of none, not of one.
+    auto tagger = with_array<List<Floats2d>>(Relu<8>()) >> with_array<List<Floats2d>>(Softmax<3>());
+    tagger.initialize(List<Floats2d>{random_array(4, 5, 1)});
+    auto [Yg, bpg] = tagger(List<Floats2d>{}, true);
+    CHECK(Yg.size() == 0);
+    CHECK(bpg(List<Floats2d>{}).size() == 0);
+    CHECK_THROWS_WITH(bpg(List<Floats2d>{Floats2d({0, 3})}), Contains("tenon-E111") && Contains("0 sequences"));
 }

@@ -391,6 +391,24 @@ TEST_CASE("optimizer state: training resumed from a checkpoint equals the uninte
         CHECK(opt_any.learn_rate() == 0.01);
         CHECK(optimizer_to_bytes(opt_any, any) == state);
     }
+    SECTION("hyperparameters and step counts an Optimizer would refuse are a corrupted file") {
+        // (Edited, the checksum made again: a NaN learning rate would make every weight NaN.)
+        const Bytes state = optimizer_to_bytes(opt_a, a);
+        const std::size_t lr_at = 32 + 1;  // the body: cereal's endianness byte, then learn_rate (f64)
+        for (const double v : {std::numeric_limits<double>::quiet_NaN(), -1.0}) {
+            Bytes bad = state;
+            std::memcpy(bad.data() + lr_at, &v, sizeof v);
+            Optimizer opt_e = Adam(0.5);
+            std::string what;
+            try {
+                optimizer_from_bytes(opt_e, a, fix_crc(bad));
+            } catch (const Error& e) {
+                what = std::string(e.id()) + " " + e.what();
+            }
+            CHECK_THAT(what, Catch::Matchers::Contains("tenon-E202") && Catch::Matchers::Contains("learn_rate"));
+            CHECK(opt_e.learn_rate() == 0.5);
+        }
+    }
     SECTION("a checkpoint of another architecture changes neither the model nor the optimizer") {
         auto d = Relu<8>({.dropout = 0.3}) >> Relu<8>({.normalize = true}) >> Softmax<4>();
         Optimizer opt_d = Adam(0.5);

@@ -54,6 +54,14 @@ public:
     // weights. Made with the first plan kept (engine_plan, under the lock).
     std::shared_ptr<std::atomic<bool>> alive;
 };
+// What an output of no rows is made of (an empty batch's): its sequences (dyn for an array),
+// its rows, its width (dyn where it has none of its own: a List). Its gradient must be the
+// same, else tenon-E111 (throw_empty_gradient, src/plan.cpp).
+struct EmptyLayout {
+    std::size_t entries = dyn, rows = 0, width = dyn;
+    bool operator==(const EmptyLayout&) const = default;
+};
+[[noreturn]] void throw_empty_gradient(const std::string& model, const EmptyLayout& want, const EmptyLayout& found);
 // The error of a plan's backprop whose model no longer exists (src/plan.cpp).
 [[noreturn]] void throw_model_gone();
 // The error of a held plan (lower()) whose model was destroyed or moved (src/plan.cpp).

@@ -876,28 +876,62 @@ bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M
     }
 }
 
-// The backprop of a training call on no rows (plan_only's engine_train): the input's gradient
-// is its shape of no rows, and no parameter's gradient moves.
+// What an output of no rows is made of (EmptyLayout, engine.hpp).
+template <class T>
+EmptyLayout empty_layout(const T& y) {
+    EmptyLayout l;
+    if constexpr (requires { typename T::array_type; }) {  // a List
+        l.entries = y.size();
+        l.rows = detail::input_rows(y);
+    } else if constexpr (requires { typename T::data_type; }) {  // a Ragged, a Padded
+        using D = std::remove_cvref_t<decltype(y.data())>;
+        l.entries = y.size();
+        l.rows = y.data().shape(0);
+        l.width = y.data().shape(D::rank - 1);
+    } else {
+        using A = std::remove_cvref_t<T>;
+        l.rows = y.shape(0);
+        if constexpr (A::rank >= 2) l.width = y.shape(A::rank - 1);
+    }
+    return l;
+}
+
+// The backprop of a training call on no rows (an empty batch; plan_only's engine_train): the
+// input's gradient is its shape of no rows, and no parameter's gradient moves. A gradient not
+// shaped like the output is tenon-E111, as the layers' backprops say.
 template <class In, class OutView>
 struct NoRowsBackprop {
     In dX{};
-    In operator()(OutView) const { return dX; }
-    void params_only(OutView) const {}
+    EmptyLayout out;
+    std::string model;
+    In operator()(OutView dY) const {
+        check(dY);
+        return dX;
+    }
+    void params_only(OutView dY) const { check(dY); }
+    void check(OutView dY) const {
+        const EmptyLayout found = empty_layout(dY);
+        if (!(found == out) && !(out.width == dyn && found.entries == out.entries && found.rows == out.rows))
+            throw_empty_gradient(model, out, found);
+    }
 };
-// The backprop of no rows for input X: dX is X's shape of no rows.
+// The backprop of no rows for input X and output Y: dX is X's shape of no rows.
 template <class M>
-void no_rows_backprop(typename M::InView X, EngineBackprop<typename M::In, typename M::OutView>& bp) {
+void no_rows_backprop(const M& model, typename M::InView X, const typename M::Out& Y,
+                      EngineBackprop<typename M::In, typename M::OutView>& bp) {
     using In = typename M::In;
     auto& nb = bp.template emplace<NoRowsBackprop<In, typename M::OutView>>();
     if constexpr (std::is_same_v<In, std::remove_cvref_t<typename M::InView>>) nb.dX = X;
     else nb.dX = In({0, X.shape(1)});
+    nb.out = empty_layout(Y);
+    nb.model = model.name();
 }
 
 template <class M>
 bool engine_empty_batch(const M& model, typename M::InView X, typename M::Out& Y,
                         EngineBackprop<typename M::In, typename M::OutView>& bp) {
     if (!detail::empty_batch_output(model, X, Y)) return false;
-    no_rows_backprop<M>(X, bp);
+    no_rows_backprop<M>(model, X, Y, bp);
     return true;
 }
 [[noreturn]] void throw_plan_input(const std::string& model_name);
@@ -913,7 +947,7 @@ void engine_train(M& model, EngineSlot& slot, typename M::InView X, bool is_trai
     if (!detail::empty_batch_output(model, X, Y)) Y = model.predict(X);  // (inside this call: the layers)
     const Plan<M>* plan = engine_plan(model, slot);
     if constexpr (!Plan<M>::head_input) {  // (a head's plan takes any input: accepts() is true)
-        if (plan && detail::input_rows(X) == 0) return no_rows_backprop<M>(X, bp);
+        if (plan && detail::input_rows(X) == 0) return no_rows_backprop<M>(model, X, Y, bp);
     }
     if (!plan) (void)Plan<M>(model);
     throw_plan_input(model.name());
