@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "tenon/error.hpp"
@@ -13,15 +14,30 @@
 namespace tenon {
 
 CategoricalCrossentropy::CategoricalCrossentropy() = default;
-CategoricalCrossentropy::CategoricalCrossentropy(CategoricalCrossentropyOptions o) : opts_(std::move(o)) {}
+// A name given twice says no one column (Thinc takes the last): checked once, here.
+CategoricalCrossentropy::CategoricalCrossentropy(CategoricalCrossentropyOptions o) : opts_(std::move(o)) {
+    for (std::size_t c = 1; c < opts_.names.size(); ++c)
+        for (std::size_t d = 0; d < c; ++d)
+            if (opts_.names[c] == opts_.names[d])
+                throw Error("CategoricalCrossentropy: the name '" + opts_.names[c] + "' is given twice (columns " +
+                                std::to_string(d) + " and " + std::to_string(c) + "): a name must say one column",
+                            "tenon-E137");
+}
 CategoricalCrossentropy::CategoricalCrossentropy(const CategoricalCrossentropy&) = default;
 CategoricalCrossentropy::CategoricalCrossentropy(CategoricalCrossentropy&&) noexcept = default;
 CategoricalCrossentropy& CategoricalCrossentropy::operator=(const CategoricalCrossentropy&) = default;
 CategoricalCrossentropy& CategoricalCrossentropy::operator=(CategoricalCrossentropy&&) noexcept = default;
 CategoricalCrossentropy::~CategoricalCrossentropy() = default;
-SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy() = default;
+SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy()
+    : SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropyOptions{}) {}
+// Each document is CategoricalCrossentropy without its own normalisation (as Thinc's cc inside).
 SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropyOptions o)
-    : opts_(std::move(o)) {}
+    : opts_(std::move(o)),
+      per_doc_({.normalize = false,
+                .names = opts_.names,
+                .missing_value = opts_.missing_value,
+                .neg_prefix = opts_.neg_prefix,
+                .label_smoothing = opts_.label_smoothing}) {}
 SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy(const SequenceCategoricalCrossentropy&) = default;
 SequenceCategoricalCrossentropy::SequenceCategoricalCrossentropy(SequenceCategoricalCrossentropy&&) noexcept = default;
 SequenceCategoricalCrossentropy& SequenceCategoricalCrossentropy::operator=(const SequenceCategoricalCrossentropy&) =
@@ -30,8 +46,20 @@ SequenceCategoricalCrossentropy& SequenceCategoricalCrossentropy::operator=(Sequ
     default;
 SequenceCategoricalCrossentropy::~SequenceCategoricalCrossentropy() = default;
 
+// What each row of the truths says: its class (label), nothing (missing_value), or only the
+// class it is not (a negative name, neg_prefix). Labels and one-hot truths say the first two.
+namespace {
+enum class RowSays : std::uint8_t { label, missing, negative };
+struct NamedRows {
+    Ints1d columns;  // the row's class, or the class a negative row is not (0 for a missing row)
+    std::vector<RowSays> says;
+};
+}  // namespace
+
 // The gradient (P - T) [/ rows] and the loss -sum(T log P) [/ rows], each over the annotated
-// rows (all of them without missing_value); `truths` says which rows are.
+// rows (all of them without missing_value); `truths` says which rows are. A negative row's
+// gradient is its guess for the class it is not, alone, and its loss -log(1 - P[that class])
+// (the probability that it is not: Thinc 8.1 has no loss of its own, only the squared gradient).
 template <class Truths>
 Floats2d CategoricalCrossentropy::grad(Floats2dCView guesses, Floats2dCView targets, const Truths& truths) const {
     check(guesses, targets);
@@ -40,13 +68,18 @@ Floats2d CategoricalCrossentropy::grad(Floats2dCView guesses, Floats2dCView targ
     const float k = opts_.normalize && rows ? 1.0f / static_cast<float>(rows) : 1.0f;
     for (std::size_t r = 0; r < rows; ++r) {
         float* out = d.data() + r * cols;
-        if (!annotated(truths, r)) {
-            std::fill(out, out + cols, 0.0f);
+        const float* g = guesses.data() + r * cols;
+        RowSays says;
+        if constexpr (std::is_same_v<Truths, NamedRows>) says = truths.says[r];
+        else says = annotated(truths, r) ? RowSays::label : RowSays::missing;
+        if (says == RowSays::label) {
+            const float* t = targets.data() + r * cols;
+            for (std::size_t c = 0; c < cols; ++c) out[c] = (g[c] - t[c]) * k;
             continue;
         }
-        const float* g = guesses.data() + r * cols;
-        const float* t = targets.data() + r * cols;
-        for (std::size_t c = 0; c < cols; ++c) out[c] = (g[c] - t[c]) * k;
+        std::fill(out, out + cols, 0.0f);
+        if constexpr (std::is_same_v<Truths, NamedRows>)
+            if (says == RowSays::negative) out[truths.columns[r]] = g[truths.columns[r]] * k;
     }
     return d;
 }
@@ -57,8 +90,13 @@ double CategoricalCrossentropy::loss(Floats2dCView guesses, Floats2dCView target
     const std::size_t rows = guesses.shape(0), cols = guesses.shape(1);
     double loss = 0.0;
     for (std::size_t r = 0; r < rows; ++r) {
-        if (!annotated(truths, r)) continue;
         const float* g = guesses.data() + r * cols;
+        RowSays says;
+        if constexpr (std::is_same_v<Truths, NamedRows>) says = truths.says[r];
+        else says = annotated(truths, r) ? RowSays::label : RowSays::missing;
+        if constexpr (std::is_same_v<Truths, NamedRows>)
+            if (says == RowSays::negative) loss -= std::log(std::max(1.0 - double(g[truths.columns[r]]), 1e-12));
+        if (says != RowSays::label) continue;
         const float* t = targets.data() + r * cols;
         for (std::size_t c = 0; c < cols; ++c)
             if (t[c] > 0.0f) loss -= double(t[c]) * std::log(std::max(double(g[c]), 1e-12));
@@ -83,25 +121,15 @@ bool CategoricalCrossentropy::annotated(Floats2dCView truths, std::size_t i) con
 
 // ---- truths given as the classes' names (options.names, missing_value, neg_prefix) ----
 namespace {
-enum class RowSays : std::uint8_t { label, missing, negative };
-struct NamedRows {
-    Ints1d columns;  // the row's class, or the class a negative row is not (0 for a missing row)
-    std::vector<RowSays> says;
-};
 [[noreturn]] void names_error(const std::string& what) {
     throw Error("CategoricalCrossentropy: " + what, "tenon-E137");
 }
 // The options against the guesses and the kind of truths, whatever the truths are: names (if
-// given) one per column and each once; label_smoothing only where the loss makes the targets.
+// given) one per column; label_smoothing only where the loss makes the targets.
 void check_options(const CategoricalCrossentropyOptions& o, Floats2dCView guesses, bool one_hot) {
     if (!o.names.empty() && o.names.size() != guesses.shape(1))
         names_error(std::to_string(o.names.size()) + " names for guesses of " + std::to_string(guesses.shape(1)) +
                     " columns");
-    for (std::size_t c = 1; c < o.names.size(); ++c)
-        for (std::size_t d = 0; d < c; ++d)
-            if (o.names[c] == o.names[d])
-                names_error("the name '" + o.names[c] + "' is given twice (columns " + std::to_string(d) + " and " +
-                            std::to_string(c) + "): a name must say one column");
     if (one_hot && o.label_smoothing != 0.0)
         names_error("label_smoothing applies to labels and names, from which the loss makes the targets; one-hot "
                     "truths are the targets as given (smooth them with to_categorical(labels, n, smoothing))");
@@ -143,47 +171,16 @@ NamedRows read_names(const CategoricalCrossentropyOptions& o, Floats2dCView gues
 }
 }  // namespace
 
-// The targets are the names' one-hot rows (smoothed), zero on the rows that are missing or
-// negative; a negative row's gradient is its guess for the class it is not, alone.
+// The names' targets: their one-hot rows (smoothed); the rows that are missing or negative
+// are not read (grad, loss).
 Floats2d CategoricalCrossentropy::get_grad(Floats2dCView guesses, std::span<const std::string> truths) const {
     const NamedRows rows = read_names(opts_, guesses, truths);
-    const Floats2d t = to_categorical(rows.columns, guesses.shape(1), opts_.label_smoothing);
-    check(guesses, t);
-    const std::size_t n = guesses.shape(0), cols = guesses.shape(1);
-    Floats2d d({n, cols});
-    const float k = opts_.normalize && n ? 1.0f / static_cast<float>(n) : 1.0f;
-    for (std::size_t r = 0; r < n; ++r) {
-        const float* g = guesses.data() + r * cols;
-        const float* tr = t.data() + r * cols;
-        float* out = d.data() + r * cols;
-        if (rows.says[r] == RowSays::label)
-            for (std::size_t c = 0; c < cols; ++c) out[c] = (g[c] - tr[c]) * k;
-        else if (rows.says[r] == RowSays::negative)
-            out[rows.columns[r]] = g[rows.columns[r]] * k;
-    }
-    return d;
+    return grad(guesses, to_categorical(rows.columns, guesses.shape(1), opts_.label_smoothing), rows);
 }
 
-// The cross-entropy of the annotated rows; a negative row's is -log(1 - P[its class]) (the
-// probability that it is not that class: Thinc 8.1 has no loss of its own, only the squared
-// gradient).
 double CategoricalCrossentropy::get_loss(Floats2dCView guesses, std::span<const std::string> truths) const {
     const NamedRows rows = read_names(opts_, guesses, truths);
-    const Floats2d t = to_categorical(rows.columns, guesses.shape(1), opts_.label_smoothing);
-    check(guesses, t);
-    const std::size_t n = guesses.shape(0), cols = guesses.shape(1);
-    double loss = 0.0;
-    for (std::size_t r = 0; r < n; ++r) {
-        const float* g = guesses.data() + r * cols;
-        const float* tr = t.data() + r * cols;
-        if (rows.says[r] == RowSays::label) {
-            for (std::size_t c = 0; c < cols; ++c)
-                if (tr[c] > 0.0f) loss -= double(tr[c]) * std::log(std::max(double(g[c]), 1e-12));
-        } else if (rows.says[r] == RowSays::negative) {
-            loss -= std::log(std::max(1.0 - double(g[rows.columns[r]]), 1e-12));
-        }
-    }
-    return opts_.normalize && n ? loss / double(n) : loss;
+    return loss(guesses, to_categorical(rows.columns, guesses.shape(1), opts_.label_smoothing), rows);
 }
 
 Floats2d CategoricalCrossentropy::get_grad(Floats2dCView guesses, Floats2dCView truths) const {
@@ -292,14 +289,6 @@ double sequence_loss(const CategoricalCrossentropy& per_doc, bool normalize, con
 }
 }  // namespace
 
-// Each document is CategoricalCrossentropy without its own normalisation (as Thinc's cc inside).
-CategoricalCrossentropy SequenceCategoricalCrossentropy::per_doc() const {
-    return CategoricalCrossentropy({.normalize = false,
-                                    .names = opts_.names,
-                                    .missing_value = opts_.missing_value,
-                                    .neg_prefix = opts_.neg_prefix,
-                                    .label_smoothing = opts_.label_smoothing});
-}
 List<Floats2d> SequenceCategoricalCrossentropy::grads(const List<Floats2d>& guesses,
                                                       const std::vector<Ints1dCView>& labels) const {
     return sequence_grads(per_doc(), opts_.normalize, guesses, labels);

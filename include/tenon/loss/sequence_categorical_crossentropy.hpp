@@ -120,7 +120,7 @@ private:
         return v;
     }
     // (Out of line, src/loss.cpp: no model type reaches them.)
-    CategoricalCrossentropy per_doc() const;
+    const CategoricalCrossentropy& per_doc() const noexcept { return per_doc_; }
     List<Floats2d> grads(const List<Floats2d>& guesses, const std::vector<Ints1dCView>& labels) const;
     List<Floats2d> grads(const List<Floats2d>& guesses, const std::vector<Floats2dCView>& truths) const;
     double loss(const List<Floats2d>& guesses, const std::vector<Ints1dCView>& labels) const;
@@ -128,6 +128,7 @@ private:
     List<Floats2d> grads(const List<Floats2d>& guesses, const std::vector<std::span<const std::string>>& names) const;
     double loss(const List<Floats2d>& guesses, const std::vector<std::span<const std::string>>& names) const;
     SequenceCategoricalCrossentropyOptions opts_;
+    CategoricalCrossentropy per_doc_;  // each document's loss, made once from opts_ (normalize off)
 };
 
 }  // namespace tenon
