@@ -663,8 +663,86 @@ struct OptimizerStaged {
     std::map<std::pair<std::uint64_t, std::string>, detail::OptimizerAccess::State> states;
 };
 
+// One entry of an optimizer body, as read (its checks against the model come after).
+struct OptimizerEntry {
+    std::uint64_t node = 0;  // the node's index (see read_optimizer)
+    std::string node_name;   // version 3 on
+    std::string name;        // the parameter's
+    detail::OptimizerAccess::State state;
+};
+
+// Where an entry's node is in the model: the node (null: none at that index), its path, and,
+// for a checkpoint, the node of the state loaded with it (the parameter's size is that one's).
+struct EntryPlace {
+    const Node* node = nullptr;
+    std::string path;
+    const NodeState* pending = nullptr;
+};
+
+// Why `e` does not fit the model at `at` (empty: it fits). `n_nodes`: the nodes of the view
+// the index counts; `model`: the model loaded into.
+std::pair<std::string, const char*> entry_misfit(const OptimizerEntry& e, const EntryPlace& at, std::size_t n_nodes,
+                                                 const Node& model, const std::string& model_path,
+                                                 std::uint32_t version) {
+    if (!at.node)
+        return {"the optimizer state does not fit the model: it has an entry for node " + std::to_string(e.node) +
+                    " but the model has " + std::to_string(n_nodes) + " nodes",
+                "tenon-E220"};
+    const Node& node = *at.node;
+    if (version >= 3 && file_name(node.name()) != e.node_name)
+        return {at.path + ": the optimizer state of parameter '" + e.name + "' is for a node '" + e.node_name +
+                    "', but the model has '" + file_name(node.name()) + "' here (another architecture)",
+                "tenon-E220"};
+    const auto names = node.param_names();
+    if (std::find(names.begin(), names.end(), e.name) == names.end())
+        return {at.path + ": the optimizer state has an entry for parameter '" + e.name +
+                    "', which this node does not have",
+                "tenon-E220"};
+    std::size_t size = 0;
+    if (at.pending) {
+        const ParamState* p = nullptr;
+        for (const auto& q : at.pending->params)
+            if (q.name == e.name) p = &q;
+        if (!p || !p->allocated)
+            return {at.path + ": the checkpoint has optimizer state for parameter '" + e.name +
+                        "' but no values for the parameter itself (a corrupted file)",
+                    "tenon-E220"};
+        size = p->values.size();
+    } else if (node.has_param(e.name)) {
+        size = node.get_param(e.name).size();
+    } else {
+        // Not the "0 values" of a parameter the model does not have yet: the model (or this
+        // layer of it) is not initialised, which its weights file or initialize() would fix.
+        const std::string what = model.is_initialized()
+                                     ? at.path + ": the optimizer state has values for parameter '" + e.name +
+                                           "', but this layer of the model is not initialised (its parameter has no "
+                                           "values yet)"
+                                     : model_path + ": the optimizer state has values for parameter '" + e.name +
+                                           "' of " + at.path + ", but the model '" + file_name(model.name()) +
+                                           "' is not initialised (its parameters have no values yet)";
+        return {what + ": initialize() it or load its weights (from_bytes, from_disk) before its optimizer state",
+                "tenon-E220"};
+    }
+    for (const Floats1d* a : {&e.state.mom1, &e.state.mom2, &e.state.average})
+        if (a->size() != 0 && a->size() != size)
+            return {at.path + ": the optimizer state of parameter '" + e.name + "' has " + std::to_string(a->size()) +
+                        " values but the parameter has " + std::to_string(size),
+                    "tenon-E220"};
+    return {};
+}
+
 // `pending`: the model state a checkpoint loads with it (the sizes are that state's);
 // `version`: the file's format version.
+// An entry's node index counts the nodes of the model file's view of the tree from version 3
+// on (file_walk). Versions 1 and 2 counted every node of the model that wrote the file, so a
+// model held otherwise (in an AnyModel, as a config builds it) has its nodes elsewhere:
+// - a checkpoint holds the writer's tree (its model body, every node in those versions): an
+//   index is placed through that tree's file view, whatever held the model on either side;
+// - an optimizer file alone does not: it is read against the model as it is held (what the
+//   writer was when it was held the same way) and against the model's file view (the writer
+//   held it without AnyModels: every file of version 1, which AnyModel came after). Where the
+//   two differ and the entries fit both, the file is refused: which parameter each entry is
+//   for is not known.
 OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* pending, std::uint32_t version) {
     OptimizerStaged st;
     auto& o = st.options;
@@ -684,55 +762,102 @@ OptimizerStaged read_optimizer(Reader& r, const Node& model, const ModelState* p
     } catch (const Error& e) {
         fail("corrupted file: the optimizer state's hyperparameters: " + e.message(), "tenon-E202");
     }
-    // Version 3 on: the file's view of the nodes, each entry naming its node; before: every node.
-    Walked walked;
-    if (version >= 3) walked = file_walk(const_cast<Node&>(model));
-    else walked = walk_with_paths(const_cast<Node&>(model));
-    const auto& nodes = walked.nodes;
     for (const Node* node : model.walk()) st.ids.push_back(node->id());
     std::sort(st.ids.begin(), st.ids.end());
     const std::size_t n = r.count("the optimizer's entries", 8 + 8 + 8 + 24);
-    for (std::size_t e = 0; e < n; ++e) {
-        const std::uint64_t i = r.u64();
-        const std::string node_name = version >= 3 ? r.str("a node's name") : std::string();
-        const std::string name = r.str("a parameter's name");
-        if (i >= nodes.size())
-            fail("the optimizer state does not fit the model: it has an entry for node " + std::to_string(i) +
-                     " but the model has " + std::to_string(nodes.size()) + " nodes",
-                 "tenon-E220");
-        const Node& node = *nodes[i];
-        if (version >= 3 && file_name(node.name()) != node_name)
-            fail(walked.paths[i] + ": the optimizer state of parameter '" + name + "' is for a node '" + node_name +
-                     "', but the model has '" + file_name(node.name()) + "' here (another architecture)",
-                 "tenon-E220");
-        const auto names = node.param_names();
-        if (std::find(names.begin(), names.end(), name) == names.end())
-            fail(walked.paths[i] + ": the optimizer state has an entry for parameter '" + name +
-                     "', which this node does not have",
-                 "tenon-E220");
-        std::size_t size = 0;
-        if (pending) {
-            for (const auto& p : pending->nodes.at(i).params)
-                if (p.name == name) size = p.values.size();
-        } else if (node.has_param(name)) {
-            size = node.get_param(name).size();
-        }
-        detail::OptimizerAccess::State s;
+    std::vector<OptimizerEntry> entries(n);
+    for (auto& e : entries) {
+        e.node = r.u64();
+        if (version >= 3) e.node_name = r.str("a node's name");
+        e.name = r.str("a parameter's name");
         const std::int64_t t = r.i64();
         if (t < 0 || t >= std::numeric_limits<int>::max()) Reader::corrupt("a step count is " + std::to_string(t));
-        s.nr_update = static_cast<int>(t);
-        for (Floats1d* a : {&s.mom1, &s.mom2, &s.average}) {
+        e.state.nr_update = static_cast<int>(t);
+        for (Floats1d* a : {&e.state.mom1, &e.state.mom2, &e.state.average}) {
             const std::uint64_t len = r.u64();
-            if (len != 0 && len != size)
-                fail(walked.paths[i] + ": the optimizer state of parameter '" + name + "' has " + std::to_string(len) +
-                         " values but the parameter has " + std::to_string(size),
-                     "tenon-E220");
             if (len > r.remaining() / sizeof(float)) r.truncated("an optimizer array", len);
             *a = Floats1d({static_cast<std::size_t>(len)});
             r.floats(a->data(), a->size());
         }
-        st.states[{node.id(), name}] = std::move(s);
     }
+
+    const FileWalk view = file_walk(const_cast<Node&>(model));
+    const std::string model_path = view.paths.empty() ? std::string() : view.paths[0];
+    // Each entry placed in a view of the model's nodes (`nodes`, `paths`), its index mapped
+    // through `index` (npos: no node) when given.
+    using Places = std::vector<EntryPlace>;
+    auto place = [&](const Walked& w, const std::vector<std::size_t>* index) {
+        Places out(entries.size());
+        for (std::size_t k = 0; k < entries.size(); ++k) {
+            std::uint64_t i = entries[k].node;
+            if (pending) out[k].pending = i < pending->nodes.size() ? &pending->nodes[i] : nullptr;
+            if (index) i = i < index->size() ? (*index)[i] : npos;
+            if (i < w.nodes.size()) {
+                out[k].node = w.nodes[i];
+                out[k].path = w.paths[i];
+            }
+            if (pending && !out[k].pending) out[k].node = nullptr;
+        }
+        return out;
+    };
+    auto misfit = [&](const Places& at, std::size_t n_nodes) -> std::pair<std::string, const char*> {
+        for (std::size_t k = 0; k < entries.size(); ++k)
+            if (auto m = entry_misfit(entries[k], at[k], n_nodes, model, model_path, version); !m.first.empty())
+                return m;
+        return {};
+    };
+    Places chosen;
+    std::size_t n_nodes = view.nodes.size();
+    if (version >= 3) {
+        chosen = place(view, nullptr);
+    } else if (pending) {
+        // The writer's tree: its nodes in its file's view, which is the model's.
+        std::vector<std::string> names;
+        std::vector<std::size_t> counts;
+        for (const auto& nd : pending->nodes) {
+            names.push_back(nd.name);
+            counts.push_back(nd.n_children);
+        }
+        const FileView fv = file_view(names, counts);
+        std::vector<std::size_t> index(pending->nodes.size(), npos);
+        for (std::size_t k = 0; k < fv.order.size(); ++k) index[fv.order[k]] = k;
+        chosen = place(view, &index);
+        n_nodes = pending->nodes.size();
+        for (std::size_t k = 0; k < entries.size(); ++k)
+            if (entries[k].node < index.size() && index[entries[k].node] == npos)
+                fail("the checkpoint's optimizer state has an entry for parameter '" + entries[k].name + "' of node " +
+                         std::to_string(entries[k].node) + " ('" + pending->nodes[entries[k].node].name +
+                         "'), a node that only holds a model and has no parameters (a corrupted file)",
+                     "tenon-E220");
+    } else {
+        const Walked held = walk_with_paths(const_cast<Node&>(model));
+        chosen = place(view, nullptr);
+        if (!view.hidden.empty() && !entries.empty()) {
+            const Places as_held = place(held, nullptr);
+            const auto in_view = misfit(chosen, view.nodes.size());
+            const auto in_held = misfit(as_held, held.nodes.size());
+            bool same = true;
+            for (std::size_t k = 0; k < entries.size(); ++k) same = same && chosen[k].node == as_held[k].node;
+            if (in_view.first.empty() && in_held.first.empty() && !same)
+                fail(model_path + ": the optimizer state is of format version " + std::to_string(version) +
+                         ", which counts the nodes of the model that wrote it, AnyModel nodes (and chains in chains) "
+                         "included; this model holds some, and the entries fit it both as it is held and without "
+                         "them, so which parameter each is for is not known. Load the file into the model as it "
+                         "was written (held the same way, or its typed model, e.g. from tenon codegen) and save it "
+                         "again: format version " +
+                         std::to_string(model_file_version) + " names each entry's node",
+                     "tenon-E220");
+            if (!in_held.first.empty() || in_view.first.empty()) {
+                // the file's view (also where neither fits: its error is the one reported)
+            } else {
+                chosen = as_held;
+                n_nodes = held.nodes.size();
+            }
+        }
+    }
+    if (const auto m = misfit(chosen, n_nodes); !m.first.empty()) fail(m.first, m.second);
+    for (std::size_t k = 0; k < entries.size(); ++k)
+        st.states[{chosen[k].node->id(), entries[k].name}] = std::move(entries[k].state);
     return st;
 }
 

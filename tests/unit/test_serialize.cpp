@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 
+#include "tenon/config/registry.hpp"
 #include "tenon/io/serialize.hpp"
 #include "tenon/tenon.hpp"
 #include "unit/helpers.hpp"
@@ -816,4 +817,202 @@ TEST_CASE("serialize: a parameter holding NaN or inf is neither saved nor loaded
     }
     Optimizer opt = Adam(0.001);
     CHECK_THROWS_WITH(checkpoint_to_bytes(model, opt), Catch::Contains("tenon-E119"));
+}
+
+// ---- optimizer state into a model not initialised; old versions into AnyModel-held models ----
+namespace {
+// A version 3 optimizer file rewritten as version `version` (1 or 2) would have written it:
+// no node names (nor, in version 1, the count of skipped steps), each entry's node index
+// `shift` further on (an old file indexed every node of the model that wrote it, AnyModel
+// nodes included).
+Bytes old_optimizer_file(const Bytes& v3, std::uint32_t version, std::uint64_t shift = 0) {
+    auto le = [&](std::size_t at) {
+        std::uint64_t v = 0;
+        for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(v3[at + i]) << (8 * i);
+        return v;
+    };
+    Bytes out(v3.begin(), v3.begin() + 32);
+    std::size_t at = 32;
+    auto copy = [&](std::size_t n) {
+        out.insert(out.end(), v3.begin() + static_cast<std::ptrdiff_t>(at), v3.begin() + static_cast<std::ptrdiff_t>(at + n));
+        at += n;
+    };
+    auto put = [&](std::uint64_t v) {
+        for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    };
+    copy(1 + 6 * 8 + 2);  // cereal's mark, the hyperparameters
+    if (version >= 2) copy(8);
+    else at += 8;
+    const std::uint64_t n = le(at);
+    copy(8);
+    for (std::uint64_t e = 0; e < n; ++e) {
+        put(le(at) + shift);  // the node's index
+        at += 8;
+        at += 8 + le(at);     // its name (version 3 on)
+        copy(8 + le(at));     // the parameter's name
+        copy(8);              // the step count
+        for (int a = 0; a < 3; ++a) copy(8 + 4 * le(at));
+    }
+    REQUIRE(at == v3.size());
+    for (int i = 0; i < 4; ++i) out[8 + i] = static_cast<std::uint8_t>(version >> (8 * i));
+    const std::uint64_t len = out.size() - 32;
+    for (int i = 0; i < 8; ++i) out[16 + i] = static_cast<std::uint8_t>(len >> (8 * i));
+    return fix_crc(out);
+}
+
+template <class A>
+A filled(const typename A::shape_type& shape, float v) {
+    A a(shape);
+    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = v;
+    return a;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return std::string(e.id()) + " " + e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+TEST_CASE("optimizer state: a model not initialised is named as such, and the optimizer is unchanged", "[serialize]") {
+    auto make = [] { return Relu<8, 4>() >> Softmax<3>(); };
+    const Floats2d X = random_array(6, 4, 41);
+    auto a = make();
+    a.initialize(X);
+    Optimizer opt_a = Adam(0.01);
+    auto [Yh, backprop] = a.begin_update(X);
+    backprop(filled<Floats2d>({6, 3}, 0.5f));
+    a.finish_update(opt_a);
+    const Bytes state = optimizer_to_bytes(opt_a, a);
+    const Bytes empty_state = optimizer_to_bytes(Adam(0.5), a);
+
+    auto check = [&](Node& fresh, const std::string& name) {
+        Optimizer opt = Adam(0.5);
+        const std::string what = error_of([&] { optimizer_from_bytes(opt, fresh, state); });
+        CHECK_THAT(what, Catch::Contains("tenon-E220") && Catch::Contains("the model '" + name + "' is not initialised") &&
+                             Catch::Contains("initialize() it or load its weights"));
+        CHECK_THAT(what, !Catch::Contains("has 0") && !Catch::Contains("0 values"));
+        CHECK(opt.learn_rate() == 0.5);
+        CHECK(optimizer_to_bytes(opt, a) == empty_state);  // no entry taken
+        fresh.from_bytes(a.to_bytes());
+        optimizer_from_bytes(opt, fresh, state);  // with its weights, it loads
+        CHECK(optimizer_to_bytes(opt, fresh) == state);
+    };
+    SECTION("a typed model") {
+        auto fresh = make();
+        check(fresh, "relu>>softmax");
+    }
+    SECTION("the same held in an AnyModel") {
+        AnyModel<Floats2d, Floats2d> fresh = make();
+        check(fresh, "relu>>softmax");
+    }
+}
+
+// Format versions 1 and 2 index the optimizer's entries by every node of the model that wrote
+// them; a model held in an AnyModel has one node more (the AnyModel's) above it. A checkpoint
+// holds the writer's tree, so its entries are placed exactly; an optimizer file alone is read
+// against the model as held and against its file's view, and is refused when both fit.
+TEST_CASE("optimizer state of format versions 1 and 2 loads into a model held in an AnyModel", "[serialize][golden]") {
+    const Floats2d X = golden_X(7);
+    for (std::uint32_t version = 1; version <= 2; ++version) {
+        CAPTURE(version);
+        const std::string v = "_v" + std::to_string(version);
+        const Bytes file = read_file(golden_path(("mlp" + v + ".checkpoint").c_str()));
+        auto typed = golden_mlp();
+        Optimizer opt_typed = Adam(0.5);
+        checkpoint_from_bytes(typed, opt_typed, file);
+        AnyModel<Floats2d, Floats2d> any = golden_mlp();
+        Optimizer opt = Adam(0.5);
+        checkpoint_from_bytes(any, opt, file);
+        CHECK(opt.learn_rate() == 0.01);
+        CHECK(opt.skipped_steps() == (version >= 2 ? 1u : 0u));
+        CHECK(optimizer_to_bytes(opt, any) == optimizer_to_bytes(opt_typed, typed));
+        CHECK(close_to_expected(any.predict(X), read_text(golden_path(("mlp" + v + ".expected").c_str()))));
+        // Built from a config: AnyModels around the chain and around each layer.
+        AnyModel<Floats2d, Floats2d> built = config::build_model<Floats2d, Floats2d>(config::Config::from_str(R"(
+[model]
+@layers = "chain.v1"
+[model.*.a]
+@layers = "Relu.v1"
+nO = 16
+dropout = 0.2
+[model.*.b]
+@layers = "Relu.v1"
+nO = 16
+normalize = true
+[model.*.c]
+@layers = "Softmax.v1"
+nO = 4
+)"));
+        Optimizer opt_built = Adam(0.5);
+        checkpoint_from_bytes(built, opt_built, file);
+        CHECK(optimizer_to_bytes(opt_built, built) == optimizer_to_bytes(opt_typed, typed));
+        CHECK(close_to_expected(built.predict(X), read_text(golden_path(("mlp" + v + ".expected").c_str()))));
+    }
+    // Optimizer files alone, as versions 1 and 2 wrote them.
+    auto make = [] { return Relu<8, 4>() >> Relu<8>({.normalize = true}) >> Softmax<3>(); };
+    const Floats2d Xs = random_array(6, 4, 43);
+    auto a = make();
+    a.initialize(Xs);
+    Optimizer opt_a = Adam(0.01);
+    for (int k = 0; k < 2; ++k) {
+        auto [Yh, backprop] = a.begin_update(Xs);
+        backprop(filled<Floats2d>({6, 3}, 0.25f));
+        a.finish_update(opt_a);
+    }
+    const Bytes state = optimizer_to_bytes(opt_a, a);
+    for (std::uint32_t version = 1; version <= 2; ++version) {
+        CAPTURE(version);
+        // Written by the typed model (its nodes are its file's view), and by the same model held
+        // in an AnyModel (one node more, first).
+        for (std::uint64_t shift : {0u, 1u}) {
+            CAPTURE(shift);
+            const Bytes old = old_optimizer_file(state, version, shift);
+            AnyModel<Floats2d, Floats2d> any = make();
+            any.from_bytes(a.to_bytes());
+            Optimizer opt = Adam(0.5);
+            optimizer_from_bytes(opt, any, old);
+            CHECK(opt.learn_rate() == 0.01);
+            CHECK(optimizer_to_bytes(opt, any) == state);  // (no step was skipped: version 1's 0 is the same)
+            if (shift == 0) {  // the typed model reads it as before
+                auto typed = make();
+                typed.from_bytes(a.to_bytes());
+                Optimizer opt_t = Adam(0.5);
+                optimizer_from_bytes(opt_t, typed, old);
+                CHECK(optimizer_to_bytes(opt_t, typed) == state);
+            }
+        }
+    }
+    SECTION("an old optimizer file that fits both readings is refused, naming its version") {
+        // Three layers alike; entries for the last two only: in the model as held, node 2 is the
+        // first layer, in its file's view the second.
+        auto same = [] { return Relu<8, 8>() >> Relu<8, 8>() >> Relu<8, 8>(); };
+        auto b = same();
+        b.initialize();
+        Optimizer opt_b = Adam(0.01);
+        for (std::size_t l : {1u, 2u}) {
+            Node& layer = l == 1 ? static_cast<Node&>(b.layer<1>()) : static_cast<Node&>(b.layer<2>());
+            for (const char* p : {"W", "b"}) {
+                Floats1d g = filled<Floats1d>({layer.get_param(p).size()}, 0.1f);
+                opt_b.update(layer.id(), p, layer.get_param(p).flat(), g.view());
+            }
+        }
+        const Bytes old = old_optimizer_file(optimizer_to_bytes(opt_b, b), 2);
+        AnyModel<Floats2d, Floats2d> any = same();
+        any.from_bytes(b.to_bytes());
+        Optimizer opt = Adam(0.5);
+        const std::string what = error_of([&] { optimizer_from_bytes(opt, any, old); });
+        CHECK_THAT(what, Catch::Contains("tenon-E220") && Catch::Contains("format version 2") &&
+                             Catch::Contains("AnyModel"));
+        CHECK(opt.learn_rate() == 0.5);
+        // The model it was written for reads it.
+        auto typed = same();
+        typed.from_bytes(b.to_bytes());
+        optimizer_from_bytes(opt, typed, old);
+        CHECK(opt.learn_rate() == 0.01);
+    }
 }
