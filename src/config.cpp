@@ -7,10 +7,11 @@
 #include <fstream>
 #include <functional>
 #include <cmath>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "tenon/error.hpp"
 
@@ -107,6 +108,9 @@ std::vector<RawSection> read_lines(std::string_view text) {
     std::string line;
     int n = 0;
     RawKey* last = nullptr;
+    // Where each section and each key of the current section was first set (a hash lookup,
+    // not a scan: a section of 100k keys reads in linear time).
+    std::unordered_map<std::string, int> section_line, key_line;
     while (std::getline(in, line)) {
         ++n;
         const std::string_view t = trim(line);
@@ -130,11 +134,11 @@ std::vector<RawSection> read_lines(std::string_view text) {
             for (const auto& part : parts)
                 if (part.empty())
                     fail("tenon-E300", "config line " + std::to_string(n) + ": section [" + name + "] has an empty part");
-            for (const auto& s : secs)
-                if (s.name == name)
-                    fail("tenon-E302", "config line " + std::to_string(n) + ": section [" + name +
-                                           "] is defined twice (first at line " + std::to_string(s.line) + ")");
+            if (const auto [it, fresh] = section_line.try_emplace(name, n); !fresh)
+                fail("tenon-E302", "config line " + std::to_string(n) + ": section [" + name +
+                                       "] is defined twice (first at line " + std::to_string(it->second) + ")");
             secs.push_back({name, n, {}});
+            key_line.clear();
             last = nullptr;
             continue;
         }
@@ -148,10 +152,9 @@ std::vector<RawSection> read_lines(std::string_view text) {
         RawSection& sec = secs.back();
         const std::string key(trim(t.substr(0, eq)));
         if (key.empty()) fail("tenon-E300", "config line " + std::to_string(n) + ": a key is missing before `=`");
-        for (const auto& k : sec.keys)
-            if (k.key == key)
-                fail("tenon-E302", "config line " + std::to_string(n) + ": " + where(sec.name, key) +
-                                       " is set twice (first at line " + std::to_string(k.line) + ")");
+        if (const auto [it, fresh] = key_line.try_emplace(key, n); !fresh)
+            fail("tenon-E302", "config line " + std::to_string(n) + ": " + where(sec.name, key) +
+                                   " is set twice (first at line " + std::to_string(it->second) + ")");
         sec.keys.push_back({key, std::string(trim(t.substr(eq + 1))), n});
         last = &sec.keys.back();
     }
@@ -211,8 +214,20 @@ public:
     explicit Builder(std::vector<RawSection> secs) : secs_(std::move(secs)) {
         // Parents before children, whatever order the file gives (stable: file order otherwise).
         std::stable_sort(secs_.begin(), secs_.end(), [](const RawSection& a, const RawSection& b) {
-            return split_path(a.name).size() < split_path(b.name).size();
+            return std::count(a.name.begin(), a.name.end(), '.') < std::count(b.name.begin(), b.name.end(), '.');
         });
+        // The sections by name, for ${...} (a hash lookup, not a scan per reference), and where
+        // each section's keys start in the keys' resolution state.
+        keys_.resize(secs_.size());
+        first_key_.resize(secs_.size());
+        std::size_t n_keys = 0;
+        for (std::size_t i = 0; i < secs_.size(); ++i) {
+            by_name_.emplace(secs_[i].name, i);
+            first_key_[i] = n_keys;
+            n_keys += secs_[i].keys.size();
+        }
+        state_.assign(n_keys, 0);
+        done_.resize(n_keys);
     }
 
     // The tree under `prefix` ("" for the whole config).
@@ -222,6 +237,32 @@ public:
             fail("tenon-E305", "section [" + prefix + "]: its interpolation refers back to itself");
         active_.insert(token);
         Value root{Section{}};
+        // Each section of the tree (by its path) with where each of its names is in it: a
+        // lookup instead of a scan of the section (Value::find), so that a section of 100k keys
+        // is made in linear time. Made when the section is first looked into (a JSON table a
+        // subsection goes into has names already), then kept up to date. As Value::find, the
+        // first of a name is the one found.
+        std::unordered_map<std::string, std::unordered_map<std::string, std::size_t>> names;
+        auto names_of = [&](Value& sec, const std::string& at) -> std::unordered_map<std::string, std::size_t>& {
+            const auto [it, fresh] = names.try_emplace(at);
+            if (fresh) {
+                const Section& entries = sec.as_section();
+                for (std::size_t i = 0; i < entries.size(); ++i) it->second.emplace(entries[i].first, i);
+            }
+            return it->second;
+        };
+        auto find = [&](Value& sec, const std::string& at, const std::string& name) -> Value* {
+            const auto& index = names_of(sec, at);
+            const auto it = index.find(name);
+            return it == index.end() ? nullptr : &sec.as_section()[it->second].second;
+        };
+        auto add = [&](Value& sec, const std::string& at, const std::string& name, Value v) -> Value* {
+            auto& index = names_of(sec, at);
+            Section& entries = sec.as_section();
+            index.emplace(name, entries.size());
+            entries.emplace_back(name, std::move(v));
+            return &entries.back().second;
+        };
         const std::size_t depth = prefix.empty() ? 0 : split_path(prefix).size();
         for (const RawSection& s : secs_) {
             if (!prefix.empty() && s.name != prefix && s.name.rfind(prefix + ".", 0) != 0) continue;
@@ -229,12 +270,11 @@ public:
             Value* node = &root;
             std::string at = prefix;
             for (std::size_t i = depth; i + 1 < parts.size(); ++i) {
+                const std::string parent = at;
                 at += (at.empty() ? "" : ".") + parts[i];
-                Value* next = node->find(parts[i]);
-                if (!next && parts[i] == "*") {  // [model.*.relu1]: the positional children of [model]
-                    node->as_section().emplace_back("*", Value(Section{}));
-                    next = &node->as_section().back().second;
-                }
+                Value* next = find(*node, parent, parts[i]);
+                if (!next && parts[i] == "*")  // [model.*.relu1]: the positional children of [model]
+                    next = add(*node, parent, "*", Value(Section{}));
                 if (!next)
                     fail("tenon-E303", "section [" + s.name + "] (line " + std::to_string(s.line) +
                                            "): its parent section [" + at + "] is not defined");
@@ -244,18 +284,21 @@ public:
                 node = next;
             }
             Value* target = node;
+            std::string target_at = at;
             if (parts.size() > depth) {
                 const std::string& last = parts.back();
-                if (node->find(last))
+                if (find(*node, at, last))
                     fail("tenon-E307", "section [" + s.name + "] (line " + std::to_string(s.line) +
                                            "): its parent already has a value named " + last);
-                node->as_section().emplace_back(last, Value(Section{}));
-                target = &node->as_section().back().second;
+                target = add(*node, at, last, Value(Section{}));
+                target_at += (at.empty() ? "" : ".") + last;
             }
+            auto& index = names_of(*target, target_at);
+            Section& entries = target->as_section();
             for (const RawKey& k : s.keys) {
-                if (target->find(k.key))
+                if (!index.try_emplace(k.key, entries.size()).second)
                     fail("tenon-E307", where(s.name, k.key) + " is both a value and a section");
-                target->as_section().emplace_back(k.key, value(s, k));
+                entries.emplace_back(k.key, value(s, k));  // (value() makes other trees, never this one)
             }
         }
         active_.erase(token);
@@ -264,9 +307,8 @@ public:
 
 private:
     const RawSection* section(const std::string& name) const {
-        for (const auto& s : secs_)
-            if (s.name == name) return &s;
-        return nullptr;
+        const auto it = by_name_.find(name);
+        return it == by_name_.end() ? nullptr : &secs_[it->second];
     }
 
     // What ${path} stands for: a key's value or a whole section.
@@ -274,18 +316,26 @@ private:
         if (section(path)) return tree(path);
         const auto dot = path.rfind('.');
         if (dot != std::string::npos)
-            if (const RawSection* s = section(path.substr(0, dot)))
-                for (const RawKey& rk : s->keys)
-                    if (rk.key == path.substr(dot + 1)) return value(*s, rk);
+            if (const RawSection* s = section(path.substr(0, dot))) {
+                // (the section's keys by name: made at its first reference)
+                auto& keys = keys_[static_cast<std::size_t>(s - secs_.data())];
+                if (keys.empty())
+                    for (std::size_t i = 0; i < s->keys.size(); ++i) keys.emplace(s->keys[i].key, i);
+                if (const auto it = keys.find(path.substr(dot + 1)); it != keys.end())
+                    return value(*s, s->keys[it->second]);
+            }
         fail("tenon-E304", where(from.name, k.key) + ": ${" + path + "}: no such value or section in the config");
     }
 
     Value value(const RawSection& s, const RawKey& k) {
-        const std::string id = s.name + "\n" + k.key;
-        if (auto it = done_.find(id); it != done_.end()) return it->second;
-        if (active_.count(id))
+        // Each key is resolved once (memoised: a chain of references costs its length), by its
+        // place: its section's first key's index and its own in the section.
+        const std::size_t id = first_key_[static_cast<std::size_t>(&s - secs_.data())] +
+                               static_cast<std::size_t>(&k - s.keys.data());
+        if (state_[id] == 2) return done_[id];
+        if (state_[id] == 1)
             fail("tenon-E305", where(s.name, k.key) + ": its interpolation refers back to itself (${...} cycle)");
-        active_.insert(id);
+        state_[id] = 1;
         Value v;
         const std::string_view t = trim(k.raw);
         if (t.find('$') == std::string_view::npos) {
@@ -332,14 +382,18 @@ private:
             }
             v = parse_raw(out, s.name, k.key);
         }
-        active_.erase(id);
+        state_[id] = 2;
         done_[id] = v;
         return v;
     }
 
     std::vector<RawSection> secs_;
-    std::map<std::string, Value> done_;
-    std::set<std::string> active_;
+    std::unordered_map<std::string, std::size_t> by_name_;                // a section's index in secs_
+    std::vector<std::unordered_map<std::string, std::size_t>> keys_;     // its keys' indices
+    std::vector<std::size_t> first_key_;  // per section: its first key's index in state_ and done_
+    std::vector<std::uint8_t> state_;     // per key: 0 not resolved, 1 being resolved, 2 done
+    std::vector<Value> done_;             // per key: its value, once done
+    std::unordered_set<std::string> active_;  // the sections being copied (a ${section} cycle)
 };
 
 // to_str's refusal: what a config file cannot hold, so that what it writes reads back equal.

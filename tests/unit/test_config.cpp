@@ -4,6 +4,7 @@
 // in C++ gives with the same weights (predict, backprop, an Adam step).
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <ctime>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -313,6 +314,78 @@ TEST_CASE("config: models nested deeper than any real one are refused, not a sta
     text += "[" + path + "]\n@layers = \"Relu.v1\"\nnO = 4\n";
     CHECK_THAT(error_message([&] { (void)build(Config::from_str(text), "model"); }),
                Contains("tenon-E313") && Contains("nested more than 200 levels"));
+}
+
+// The reader's cost is about linear in the text (docs/configs.md, "The reader's cost"): a
+// section of 100k keys, and a chain of 10k references each to the one before, read in a time
+// about proportional to their size. A quadratic reader (each key compared with every key
+// before it, each ${...} looked up by a scan of its section) took 16 times as long for 4
+// times the keys, and minutes for 100k.
+TEST_CASE("config: a section of 100k keys and a chain of 10k references read in near-linear time", "[config]") {
+    // The best of three readings, in seconds of this process's CPU time (the machine may be
+    // busy with other work: that is not counted).
+    auto seconds = [](const std::string& text) {
+        double best = 1e9;
+        for (int k = 0; k < 3; ++k) {
+            const std::clock_t t0 = std::clock();
+            const Config cfg = Config::from_str(text);
+            best = std::min(best, static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC);
+            CHECK(cfg.sections().size() == 1);
+        }
+        return best;
+    };
+    auto keys = [](std::size_t n) {
+        std::string t = "[s]\n";
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::string v = std::to_string(i);
+            t += "key";
+            t += v;
+            t += " = ";
+            t += v;
+            t += '\n';
+        }
+        return t;
+    };
+    // k0 = 1, k1 = ${s.k0}, ...: each resolved once (whole values: typed, 1 at the end)
+    auto chain = [](std::size_t n, bool backwards) {
+        std::string t = "[s]\n";
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t j = backwards ? n - 1 - i : i;  // backwards: k0 = ${s.k1}, ... (depth n)
+            // (appended piece by piece: "k" + std::to_string(j) draws GCC 12's false -Wrestrict)
+            t += 'k';
+            t += std::to_string(j);
+            t += " = ";
+            if (i == 0) {
+                t += "1\n";
+            } else {
+                t += "${s.k";
+                t += std::to_string(backwards ? j + 1 : j - 1);
+                t += "}\n";
+            }
+        }
+        return t;
+    };
+    {
+        const double small = seconds(keys(25000)), big = seconds(keys(100000));
+        INFO("25k keys: " << small << " s, 100k keys: " << big << " s");
+        CHECK(big < 5.0);
+        CHECK(big / std::max(small, 0.005) < 8.0);
+        const Config cfg = Config::from_str(keys(100000));
+        CHECK(cfg.at("s.key99999").as_int() == 99999);
+        CHECK(cfg.at("s").as_section().size() == 100000);
+    }
+    {
+        const double small = seconds(chain(2500, false)), big = seconds(chain(10000, false));
+        INFO("a chain of 2.5k references: " << small << " s, of 10k: " << big << " s");
+        CHECK(big < 5.0);
+        CHECK(big / std::max(small, 0.005) < 8.0);
+        const Config cfg = Config::from_str(chain(10000, false));
+        CHECK(cfg.at("s.k9999").as_int() == 1);
+        // The same chain written the other way round: each resolved when the first is, 10k deep.
+        const Config back = Config::from_str(chain(10000, true));
+        CHECK(back.at("s.k0").as_int() == 1);
+        CHECK(back.at("s.k5000").as_int() == 1);
+    }
 }
 
 TEST_CASE("config: a byte order mark is read past; Maxout's nP and MultiHashEmbed's attrs say what they need", "[config][errors]") {
