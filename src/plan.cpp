@@ -8,6 +8,7 @@
 
 #include "tenon/layers/detail/embed_ids.hpp"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -580,6 +581,32 @@ std::string describe_layout(const PlanData& p, std::size_t rows) {
         }
     }
     return out;
+}
+
+void note_workspace_error(Error& e, const PlanData& p, std::size_t rows, bool train) {
+    // The largest part of this call's workspace, and its stage ("stage N ..." in its name).
+    const Buffer* big = nullptr;
+    std::size_t big_floats = 0;
+    for (const Buffer& b : p.bufs) {
+        if (!train && !b.in_predict) continue;
+        const std::size_t n = rows * b.per_row + b.fixed;
+        if (!big || n > big_floats) big = &b, big_floats = n;
+    }
+    std::string more = " (the " + std::string(train ? "training" : "predict") + " workspace of the plan of " +
+                       p.model_name + " for " + std::to_string(rows) + " rows";
+    if (big)
+        more += "; its largest part, " + std::to_string(big_floats * sizeof(float)) + " bytes, is " + big->what;
+    e.set_message(e.message() + more + ")");
+    if (!big || p.stages.empty()) return;
+    // A stage's own part, else a scratch shared by the stages: sized for the widest output.
+    std::size_t si = 0;
+    if (big->what.rfind("stage ", 0) == 0) {
+        si = std::strtoul(big->what.c_str() + 6, nullptr, 10);
+    } else {
+        for (std::size_t k = 1; k < p.stages.size(); ++k)
+            if (p.stages[k].nO > p.stages[si].nO) si = k;
+    }
+    if (si < p.stages.size() && !e.origin() && p.stages[si].layer) e.set_origin(p.stages[si].layer);
 }
 
 void finalize(PlanData& p) {

@@ -99,6 +99,22 @@ TEST_CASE("a layer whose parameters cannot exist is an error naming the layer, n
     }
 }
 
+TEST_CASE("a plan's workspace whose size overflows is tenon-E240, not a short buffer", "[memory]") {
+    // with_array's pad rows between sequences: (sequences + 1) * pad overflows size_t.
+    // (The layers' path, which initialize(X) runs, refuses the flattened array: tenon-E240.)
+    auto model = with_array<List<Floats2d>>(Relu<4, 3>() >> expand_window<1>(), std::size_t(1) << 62);
+    List<Floats2d> X;
+    X.push_back(Floats2d({2, 3}));
+    X.push_back(Floats2d({3, 3}));
+    CHECK(caught([&] { model.initialize(X); }).id() == "tenon-E240");
+    model.initialize();  // the widths are in the types
+    CHECK(caught([&] { (void)model.predict(X); }).id() == "tenon-E240");
+    CHECK(caught([&] { (void)model.begin_update(X); }).id() == "tenon-E240");
+    auto small = with_array<List<Floats2d>>(Relu<4, 3>() >> expand_window<1>(), 2);  // and a real pad works
+    small.initialize(X);
+    CHECK(small.predict(X)[1].shape() == Floats2d::shape_type{3, 12});
+}
+
 TEST_CASE("arrays freed after their thread's block cache is destroyed go to the system", "[memory]") {
     const bool was = detail::array_cache_enabled();
     detail::set_array_cache(true);

@@ -388,6 +388,44 @@ TEST_CASE("device allocator: out of memory at the cap is tenon-E341 and the mode
     CHECK(device_memory_stats().limit == 0);
 }
 
+TEST_CASE("device allocator: out of memory inside a plan names the layer whose array it was", "[device]") {
+    // The Linear's output (2048 x 4096 floats, 32 MiB) does not fit the cap; the Relu's does.
+    // Before, the error named the chain: the plan's arrays are made outside its stages.
+    auto model = Relu<8, 12>() >> Linear<4096>();
+    model.initialize(batch_x(4, 1));
+    Optimizer opt = Adam(0.01);
+    to_gpu(model, opt, dev());
+    (void)model.predict(to_device(batch_x(4, 2)));
+    const Floats2d X = to_device(batch_x(2048, 3));
+    release_device_memory();
+    set_device_memory_limit(device_memory_stats().high_water + (std::size_t{1} << 20));
+    auto caught = [](const std::function<void()>& f) -> Error {
+        try {
+            f();
+        } catch (const Error& e) {
+            return e;
+        }
+        return Error("no error");
+    };
+    const Error p = caught([&] { (void)model.predict(X); });
+    CHECK(p.id() == "tenon-E341");
+    CHECK(p.node_path() == "chain>1>linear");
+    const Error t = caught([&] { (void)model.begin_update(X); });
+    CHECK(t.id() == "tenon-E341");
+    INFO(t.what());
+    CHECK(t.node_path() == "chain>1>linear");
+    // The workspace of a call: its size and largest part are said, and that part's layer named.
+    lowering::PlanData plan;
+    plan.model_name = "m";
+    plan.add_buffer("stage 0 relu output", 8, 0, true);
+    Error w("array: cannot allocate", "tenon-E241");
+    lowering::note_workspace_error(w, plan, 100, false);
+    CHECK(w.message().find("predict workspace of the plan of m for 100 rows") != std::string::npos);
+    CHECK(w.message().find("3200 bytes, is stage 0 relu output") != std::string::npos);
+    set_device_memory_limit(0);
+    (void)model.predict(X);  // without the cap it fits
+}
+
 #include "../../src/device/blas.hpp"  // the host cuBLASLt (its checks and its count of matmuls)
 
 TEST_CASE("device backend: a dense layer's bias and ReLU in cuBLASLt's epilogue", "[device]") {

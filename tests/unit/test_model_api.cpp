@@ -124,7 +124,8 @@ TEST_CASE("model api: replace_node copies a model of the same type into the node
         CHECK(values(cl[0].layer().get_param("W")) != std::vector<float>{});  // unchanged, still allocated
     }
     SECTION("the same names but another static width: E233 says which width differs") {
-        auto loose = residual(Relu<4>());  // nI dyn in its type; the clone's copies have nI 4
+        // (residual(Relu<4>()) is Residual<Relu<4, 4>>, the copies' type: its nO is its nI.)
+        auto loose = residual(Relu<>({.nO = 4}));  // nO and nI dyn in its type; the copies have 4
         loose.initialize(random_array(2, 4, 7));
         const auto W = values(cl[0].layer().get_param("W"));
         try {
@@ -132,8 +133,8 @@ TEST_CASE("model api: replace_node copies a model of the same type into the node
             FAIL("no error");
         } catch (const Error& e) {
             CHECK(e.id() == "tenon-E233");
-            CHECK_THAT(e.what(), Contains("chain>1>clone>0>residual>relu has nI 4 in its type") &&
-                                     Contains("the replacement's 'relu' has dyn"));
+            CHECK_THAT(e.what(), Contains("chain>1>clone>0>residual has nO 4 in its type") &&
+                                     Contains("the replacement's 'residual(relu)' has dyn"));
         }
         CHECK(values(cl[0].layer().get_param("W")) == W);  // unchanged
     }

@@ -205,6 +205,15 @@ TEST_CASE("static init: without data = with data of the same widths (same seed, 
             [] { return LayerNorm<>() >> Dropout() >> residual(Relu<>()) >> Relu<8, 32>() >> Softmax<3>(); }, X);
         check_same_as_with_data([] { return with_array<Floats2d>(LayerNorm<>()) >> Relu<8, 32>(); }, X);
     }
+    SECTION("residual(layer) whose layer knows its nO alone: the residual is that wide") {
+        // Y = X + layer(X): residual() gives the layer its nO as nI (Residual<Relu<32, 32>>),
+        // so the residual alone initialises without data.
+        static_assert(std::is_same_v<decltype(residual(Relu<32>())), Residual<Relu<32, 32>>>);
+        static_assert(std::is_same_v<decltype(residual(expand_window<1>() >> Maxout<32>(spacy_maxout))),
+                                     Residual<Chain<ExpandWindow<Floats2d, 1, 32>, Maxout<32, 96, dyn>>>>);
+        check_same_as_with_data([] { return residual(Relu<32>()); }, X);
+        check_same_as_with_data([] { return clone(residual(expand_window<1>() >> Maxout<32>(spacy_maxout)), 2); }, X);
+    }
     SECTION("clone of add with noop: the output width is the input width") {
         check_same_as_with_data(
             [] { return Relu<24, 32>() >> clone(noop() + Relu<>(), 2) >> noop() >> Softmax<>({.nO = 3}); }, X);

@@ -44,16 +44,17 @@ class Maxout;
 namespace check {
 template <class Layer, class Expects, class Produces>
 struct residual_widths;  // E025, combinators/residual.hpp
-// A width mismatch at a residual whose layer's nI the types leave open (Relu<8, 4>() >>
-// residual(Relu<16>())): the residual would get 8 and its layer make 16, so the mistake is
-// the residual's (E025), not the chain's.
+// A width mismatch at a residual (Relu<8, 4>() >> residual(Relu<16>())): the residual would
+// get 8 and its layer make 16, and Y = X + layer(X) cannot add them, so the mistake is the
+// residual's (E025), not the chain's. (residual() gives its layer the width of its nO where
+// the layer leaves its nI open: Residual<Relu<16, 16>> here.)
 template <class At, extent_t Expects, extent_t Produces>
 struct residual_at {
     static constexpr bool is = false;
 };
 template <class L, extent_t Expects, extent_t Produces>
 struct residual_at<Residual<L>, Expects, Produces> {
-    static constexpr bool is = widths::static_nI<L>() == dyn && widths::static_nO<L>() != dyn;
+    static constexpr bool is = widths::static_nO<L>() != dyn;
     using type = residual_widths<L, expects_width<Produces>, produces_width<widths::static_nO<L>()>>;
 };
 

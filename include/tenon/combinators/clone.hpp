@@ -5,6 +5,7 @@
 // nI to the first copy, each copy's nO to the next copy as its nI, and the clone's nO to the
 // last copy (as a sample Y would), so the widths flow as they do with data.
 #pragma once
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +31,65 @@ using clone_check = std::conditional_t<
 template <class L>
 using clone_failure = std::conditional_t<std::is_same_v<clone_check<L>, clone_widths<ok, ok, ok>>, void, clone_check<L>>;
 }  // namespace check
+
+namespace detail {
+// A clone's copies: made once (their number is fixed when the clone is made), never
+// reallocated; one can be removed (remove_node). Only the copies' move and copy constructors
+// and destructor are compiled, not std::vector's machinery for every layer type.
+template <class L>
+class Copies {
+public:
+    Copies() noexcept = default;
+    explicit Copies(std::size_t capacity)
+        : p_(capacity ? static_cast<L*>(::operator new(capacity * sizeof(L), std::align_val_t(alignof(L)))) : nullptr),
+          cap_(capacity) {}
+    Copies(const Copies& o) : Copies(o.n_) {
+        for (std::size_t i = 0; i < o.n_; ++i) emplace_back(o.p_[i]);
+    }
+    Copies(Copies&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), cap_(std::exchange(o.cap_, 0)) {}
+    Copies& operator=(Copies o) noexcept {
+        std::swap(p_, o.p_);
+        std::swap(n_, o.n_);
+        std::swap(cap_, o.cap_);
+        return *this;
+    }
+    ~Copies() {
+        while (n_) p_[--n_].~L();
+        if (p_) ::operator delete(p_, std::align_val_t(alignof(L)));
+    }
+    template <class... A>
+    L& emplace_back(A&&... a) {  // (within the capacity)
+        L* at = ::new (static_cast<void*>(p_ + n_)) L(std::forward<A>(a)...);
+        ++n_;
+        return *at;
+    }
+    // Removes copy i; the later copies move down one place.
+    void erase(std::size_t i) {
+        p_[i].~L();
+        for (std::size_t j = i + 1; j < n_; ++j) {
+            ::new (static_cast<void*>(p_ + j - 1)) L(std::move(p_[j]));
+            p_[j].~L();
+        }
+        --n_;
+    }
+    std::size_t size() const noexcept { return n_; }
+    bool empty() const noexcept { return n_ == 0; }
+    L& operator[](std::size_t i) noexcept { return p_[i]; }
+    const L& operator[](std::size_t i) const noexcept { return p_[i]; }
+    L& front() noexcept { return p_[0]; }
+    const L& front() const noexcept { return p_[0]; }
+    L& back() noexcept { return p_[n_ - 1]; }
+    const L& back() const noexcept { return p_[n_ - 1]; }
+    L* begin() noexcept { return p_; }
+    L* end() noexcept { return p_ + n_; }
+    const L* begin() const noexcept { return p_; }
+    const L* end() const noexcept { return p_ + n_; }
+
+private:
+    L* p_ = nullptr;
+    std::size_t n_ = 0, cap_ = 0;
+};
+}  // namespace detail
 
 template <Model L>
 class Clone : public Layer<Clone<L>, typename L::In, typename L::Out> {
@@ -58,8 +118,8 @@ public:
                                                    check::clone_failure<typename widths::rebind_nI<L, W>::type>>;
 
     Clone(const L& layer, std::size_t n) : Base("clone", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}) {
-        copies_.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) copies_.push_back(layer);
+        copies_ = detail::Copies<L>(n);
+        for (std::size_t i = 0; i < n; ++i) copies_.emplace_back(layer);
         this->name_ = n ? "clone(" + layer.name() + " x" + std::to_string(n) + ")" : "noop";
         sync_dims();  // widths the layer already knows (its options), for the models around it
         // n == 0 is the identity; copies of an initialised layer are ready to use as they are.
@@ -70,10 +130,10 @@ public:
     template <class U>
         requires(!std::is_same_v<U, L>)
     explicit Clone(Clone<U>&& other) : Base("clone", {{"nO", as_dim(static_nO)}, {"nI", as_dim(static_nI)}}, {}) {
-        copies_.reserve(other.size());
+        copies_ = detail::Copies<L>(other.size());
         bool all_initialized = true;
         for (std::size_t i = 0; i < other.size(); ++i) {
-            copies_.push_back(L(std::move(other[i])));
+            copies_.emplace_back(std::move(other[i]));
             all_initialized = all_initialized && copies_.back().is_initialized();
         }
         this->name_ = other.name();
@@ -91,10 +151,10 @@ public:
     // remove_node's hook: the copies are a dynamic list, so one can go (the later copies
     // move down one place; Node::remove_node re-points the refs).
     bool remove_child(Node& child) override {
-        if constexpr (std::is_move_assignable_v<L>) {
+        if constexpr (std::is_move_constructible_v<L>) {
             for (std::size_t i = 0; i < copies_.size(); ++i)
                 if (&copies_[i] == &child) {
-                    copies_.erase(copies_.begin() + static_cast<std::ptrdiff_t>(i));
+                    copies_.erase(i);
                     if (copies_.empty()) {
                         this->name_ = "noop";
                         this->mark_initialized();  // the identity
@@ -176,7 +236,7 @@ private:
         return {std::move(cur), std::move(bp)};
     }
 
-    std::vector<L> copies_;
+    detail::Copies<L> copies_;
 };
 
 template <Model L>

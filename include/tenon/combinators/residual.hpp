@@ -168,6 +168,12 @@ auto residual(M&& layer) {
     if constexpr (!std::is_same_v<check::residual_check<D>, check::ok>) {
         static_assert(sizeof(check::residual_check<D>) > 0);  // E024, E025: said here, at the call
         return failed_model{};
+    } else if constexpr (widths::static_nI<D>() == dyn && widths::static_nO<D>() != dyn &&
+                         !std::is_same_v<typename widths::rebind_nI<D, widths::static_nO<D>()>::type, D>) {
+        // Y = X + layer(X): the input width is the layer's nO, so the layer gets it now (its
+        // widths worked out once, not again when the residual is chained).
+        using R = typename widths::rebind_nI<D, widths::static_nO<D>()>::type;
+        return Residual<R>(R(D(std::forward<M>(layer))));
     } else {
         return Residual<D>(D(std::forward<M>(layer)));
     }

@@ -187,6 +187,12 @@ struct PlanData {
         }
     }
     static std::size_t r16(std::size_t rows) { return (rows + 15) / 16 * 16; }
+    // rows + (nonempty + 1) * pad, SIZE_MAX where that overflows (ws_floats then refuses it).
+    static std::size_t padded_rows(std::size_t rows, std::size_t nonempty, std::size_t pad) {
+        std::size_t r = 0;
+        if (__builtin_mul_overflow(nonempty + 1, pad, &r) || __builtin_add_overflow(r, rows, &r)) return SIZE_MAX;
+        return r;
+    }
     // The rows of each space (and the largest, at max_spaces) for a call whose input has
     // `rows` rows in `nseg` sequences of which `nonempty` have rows.
     void space_rows(std::size_t rows, std::size_t nonempty, std::size_t nseg, std::size_t out[max_spaces + 1]) const {
@@ -194,14 +200,21 @@ struct PlanData {
         for (std::size_t k = 0; k < max_spaces; ++k) {
             out[k] = k >= spaces.size()          ? 0
                      : spaces[k].docs            ? nseg
-                     : spaces[k].pad && nonempty ? rows + (nonempty + 1) * spaces[k].pad
+                     : spaces[k].pad && nonempty ? padded_rows(rows, nonempty, spaces[k].pad)
                                                  : rows;
             out[max_spaces] = out[k] > out[max_spaces] ? out[k] : out[max_spaces];
         }
     }
+    // (Saturating: a size that overflows is SIZE_MAX, which the workspace's array refuses,
+    // tenon-E240, rather than a short buffer.)
     std::size_t ws_floats(const std::size_t rows[max_spaces + 1], bool train) const {
         std::size_t n = total_fixed[train];
-        for (std::size_t k = 0; k <= max_spaces; ++k) n += r16(rows[k]) * total_row[train][k];
+        for (std::size_t k = 0; k <= max_spaces; ++k) {
+            std::size_t part = 0;
+            if (rows[k] > SIZE_MAX - 15 || __builtin_mul_overflow(r16(rows[k]), total_row[train][k], &part) ||
+                __builtin_add_overflow(n, part, &n))
+                return SIZE_MAX;
+        }
         return n;
     }
     std::size_t ws_floats(std::size_t rows, bool train) const {
@@ -412,6 +425,9 @@ std::string describe_stages(const PlanData& p);
 
 // The workspace for a batch size, training and prediction: each region's offset and size.
 std::string describe_layout(const PlanData& p, std::size_t rows);
+// A call's workspace could not be allocated (e, tenon-E241): the message gains the workspace's
+// size for `rows` and its largest part, and the error names that part's layer.
+void note_workspace_error(Error& e, const PlanData& p, std::size_t rows, bool train);
 
 // After the walk (lower.hpp): which arrays the backward pass reads, the workspace regions,
 // and which stage writes each gradient first.

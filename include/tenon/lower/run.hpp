@@ -69,6 +69,28 @@ struct CallState {
 inline void note_stage_error(Error& e, const Stage& s) {
     if (!e.origin() && s.layer) e.set_origin(s.layer);
 }
+// The arrays a call makes for its output (the last stage's) or its input's gradient (the first
+// stage's): an allocation that fails there is that stage's layer's (tenon-E241 names it by its
+// path), as the stage's own errors are.
+template <class F>
+decltype(auto) for_stage(const PlanData& p, bool last, F&& f) {
+    try {
+        return f();
+    } catch (Error& e) {
+        if (!p.stages.empty()) note_stage_error(e, last ? p.stages.back() : p.stages.front());
+        throw;
+    }
+}
+// A call's workspace: a failed allocation says how large it was and names the layer of its
+// largest part (note_workspace_error, src/plan.cpp).
+inline Floats1d workspace(const PlanData& p, std::size_t floats, std::size_t rows, bool train) {
+    try {
+        return Floats1d({floats}, uninitialized);
+    } catch (Error& e) {
+        note_workspace_error(e, p, rows, train);
+        throw;
+    }
+}
 
 template <class In, class Out>
 struct Runner {
@@ -126,13 +148,13 @@ Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X,
         Ctx c = ctx(p, ops, nullptr, rows, false);
         c.frozen = frozen;
         seq_rows(p, c, lengths, rows, nonempty);
-        Floats1d ws({p.ws_floats(c.srows, false)}, uninitialized);
+        Floats1d ws = workspace(p, p.ws_floats(c.srows, false), rows, false);
         c.ws = ws.data();
         Ints2d ids;
         seq_put_input(p, c, X, ids, cols);
         c.y = c.buf(p.bounds.back().act);
         run_forward(p, c, 0, nullptr);
-        return seq_output(p, c, lengths);
+        return for_stage(p, true, [&] { return seq_output(p, c, lengths); });
     } else {
         Floats2d head;
         std::size_t rows = 0;
@@ -147,7 +169,7 @@ Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X,
             check_input(p, X);
             rows = X.shape(0);
         }
-        Floats1d ws({p.ws_floats(rows, false)}, uninitialized);
+        Floats1d ws = workspace(p, p.ws_floats(rows, false), rows, false);
         Ctx c = ctx(p, ops, ws.data(), rows, false);
         c.frozen = frozen;
         if constexpr (head_input) {
@@ -159,7 +181,7 @@ Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X,
         } else {
             c.x0 = X.data();
         }
-        Floats2d Y({rows, p.bounds.back().width}, uninitialized);
+        Floats2d Y = for_stage(p, true, [&] { return Floats2d({rows, p.bounds.back().width}, uninitialized); });
         c.y = Y.data();
         run_forward(p, c, first, nullptr);
         return Y;
@@ -176,7 +198,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         st.rows = seq_measure(X, st.lengths, st.nonempty, st.in_cols);
         Ctx c = ctx(p, ops, nullptr, st.rows, true);
         seq_rows(p, c, st.lengths, st.rows, st.nonempty);
-        st.ws = Floats1d({p.ws_floats(c.srows, true)}, uninitialized);
+        st.ws = workspace(p, p.ws_floats(c.srows, true), st.rows, true);
         c.ws = st.ws.data();
         st.host = Array<std::uint64_t, dyn>({p.stages.size() * seq_host_words}, Memory::host);
         c.host = st.host.data();
@@ -184,7 +206,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         seq_put_input(p, c, X, ids, st.in_cols);
         c.y = c.buf(p.bounds.back().act);
         run_forward(p, c, 0, root);
-        return seq_output(p, c, st.lengths);
+        return for_stage(p, true, [&] { return seq_output(p, c, st.lengths); });
     } else {
         std::size_t first = 0;
         if constexpr (head_input) {
@@ -198,14 +220,14 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
             check_input(p, X);
             st.rows = X.shape(0);
             if (copy_input) {
-                st.x_own = Floats2d({X.shape(0), X.shape(1)}, uninitialized);
+                st.x_own = for_stage(p, false, [&] { return Floats2d({X.shape(0), X.shape(1)}, uninitialized); });
                 copy_floats(ops, st.x_own.data(), X.data(), X.size());
                 st.x0 = st.x_own.data();
             } else {
                 st.x0 = X.data();
             }
         }
-        st.ws = Floats1d({p.ws_floats(st.rows, true)}, uninitialized);
+        st.ws = workspace(p, p.ws_floats(st.rows, true), st.rows, true);
         Ctx c = ctx(p, ops, st.ws.data(), st.rows, true);
         for (const Stage& s : p.stages)
             if (is_seq_prim(s.prim)) {  // (a table after a head layer: its host words)
@@ -216,7 +238,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         c.x0 = st.x0;
         c.b1 = st.head_out.size() ? st.head_out.data() : nullptr;
         const std::size_t nO = p.bounds.back().width;
-        Floats2d Y({st.rows, nO}, uninitialized);
+        Floats2d Y = for_stage(p, true, [&] { return Floats2d({st.rows, nO}, uninitialized); });
         c.y = Y.data();
         if (head_input && p.bounds.size() == 2) {
             if (!p.stages[0].ops.empty()) c.ops->stage_forward_rows(p.stages[0], resolve(p.stages[0], true), c);
@@ -255,7 +277,7 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
         c.dy = dY.data();
         if constexpr (!head_input) {
             if (input_grad) {
-                dX = Floats2d({st.rows, p.bounds[0].width}, uninitialized);
+                dX = for_stage(p, false, [&] { return Floats2d({st.rows, p.bounds[0].width}, uninitialized); });
                 c.dx0 = dX.data();
             }
         }
@@ -300,7 +322,8 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
         }
     }
     if constexpr (seq) {
-        if (input_grad) dX = seq_input_grad(p, c, st.lengths, st.rows, st.in_cols);
+        if (input_grad)
+            dX = for_stage(p, false, [&] { return seq_input_grad(p, c, st.lengths, st.rows, st.in_cols); });
     }
     return dX;
 }

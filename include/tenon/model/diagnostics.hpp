@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "tenon/types/extent.hpp"
 
@@ -109,6 +110,13 @@ template <> struct name_of<tenon::ArrayView<const float, dyn, dyn, dyn>> { using
 template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn>> { using type = Ints1dCView; };
 template <> struct name_of<tenon::ArrayView<const std::int32_t, dyn, dyn>> { using type = Ints2dCView; };
 // clang-format on
+// A std::vector of arrays where a List is expected (E008, E009, E010), shortly.
+template <class T>
+struct std_vector {};
+template <class T, class A>
+struct name_of<std::vector<T, A>> {
+    using type = std_vector<typename name_of<T>::type>;
+};
 template <class T>
 using name_t = typename name_of<std::remove_cvref_t<T>>::type;
 
@@ -221,7 +229,7 @@ template <class Expects, class Given>
 struct predict_input {
     static_assert(always_false<Expects>,
                   "[tenon-E008] model.predict(X): X is not of the model's input type (expects_type<T> but "
-                  "given_type<U>: see the instantiation line)");
+                  "given_type<U>: see the instantiation line; a std::vector of arrays is List<T>(std::move(v)))");
 };
 
 // E017: initialize / predict / begin_update / model(X, is_train) with an array whose static
@@ -238,7 +246,8 @@ template <class Expects, class Given>
 struct update_input {
     static_assert(always_false<Expects>,
                   "[tenon-E009] model.begin_update(X) / model(X, is_train): X is not of the model's input type "
-                  "(expects_type<T> but given_type<U>: see the instantiation line)");
+                  "(expects_type<T> but given_type<U>: see the instantiation line; a std::vector of arrays is "
+                  "List<T>(std::move(v)))");
 };
 
 // E010: model.initialize(X[, Y]) with a sample of another data type than the model's input
@@ -247,7 +256,8 @@ template <class... ExpectsGiven>
 struct initialize_sample {
     static_assert(always_false<ExpectsGiven...>,
                   "[tenon-E010] model.initialize(X, Y): X must be of the model's input type and Y of its output "
-                  "type (expects_type<T> but given_type<U>: see the instantiation line)");
+                  "type (expects_type<T> but given_type<U>: see the instantiation line; a std::vector of arrays "
+                  "is List<T>(std::move(v)))");
 };
 
 // E011: backprop(dY) with dY of another data type than the model's output.
@@ -256,6 +266,14 @@ struct backprop_input {
     static_assert(always_false<Expects>,
                   "[tenon-E011] backprop(dY): dY must be of the model's output type, the gradient of Y "
                   "(expects_type<T> but given_type<U>: see the instantiation line)");
+};
+
+// E057: backprop(dY) with dY whose type fixes another width than the model's output width.
+template <class Expects, class Given>
+struct gradient_static_width {
+    static_assert(always_false<Expects>,
+                  "[tenon-E057] backprop(dY): dY's type fixes its width, and it is not the model's output width "
+                  "(expects_width<W> but given_width<V>: see the instantiation line)");
 };
 
 // E012: a static width of 0, or below 0 and not dyn (Relu<0>, Linear<0, 5>, Maxout<10, 5, 0>,

@@ -104,6 +104,26 @@ bool empty_output(const Node& model, Out& Y) {
 }
 }  // namespace detail
 
+namespace detail {
+// The static extent of an array type's last dimension (dyn for any other type).
+template <class X>
+inline constexpr extent_t static_last_extent_of = dyn;
+template <class T, extent_t... E>
+inline constexpr extent_t static_last_extent_of<Array<T, E...>> = sizeof...(E) ? std::array<extent_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : extent_t{dyn};
+template <class T, extent_t... E>
+inline constexpr extent_t static_last_extent_of<ArrayView<T, E...>> = sizeof...(E) ? std::array<extent_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : extent_t{dyn};
+template <class X>
+inline constexpr extent_t static_last_extent = static_last_extent_of<std::remove_cvref_t<X>>;
+// E017's condition: X's type and the model's type both fix the input width, differently.
+template <class X, class M>
+concept static_width_differs = requires { M::static_nI; } && static_last_extent<X> != dyn &&
+                               M::static_nI != dyn && static_last_extent<X> != M::static_nI;
+// E057's condition: dY's type and the model's type both fix the output width, differently.
+template <class D, class M>
+concept static_out_width_differs = requires { M::static_nO; } && static_last_extent<D> != dyn &&
+                                   M::static_nO != dyn && static_last_extent<D> != M::static_nO;
+}  // namespace detail
+
 // What begin_update and model(X, is_train) return as the backprop callback: the layer's
 // Backprop, which also names the mistake (E011) when called with dY of another data type than
 // the model's output. It converts to M::Backprop (combinators keep their children's).
@@ -126,7 +146,7 @@ struct CheckedBackprop : M::Backprop {
         return Base::operator()(dY);
     }
     template <class D>
-        requires std::is_invocable_v<const Base&, const D&>
+        requires(std::is_invocable_v<const Base&, const D&> && !detail::static_out_width_differs<D, M>)
     decltype(auto) operator()(const D& dY) const {
         tenon_life_.check();
         const detail::MemoryScope scope(tenon_memory_);
@@ -139,6 +159,14 @@ struct CheckedBackprop : M::Backprop {
         tenon_life_.check();
         const detail::MemoryScope scope(tenon_memory_);
         Base::params_only(dY);
+    }
+    // dY of the output's type whose type fixes another width than the model's nO: E057.
+    template <class D>
+        requires(std::is_invocable_v<const Base&, const D&> && detail::static_out_width_differs<D, M>)
+    auto operator()(const D&) const {
+        static_assert(sizeof(check::gradient_static_width<check::expects_width<M::static_nO>,
+                                                          check::given_width<detail::static_last_extent<D>>>) > 0);
+        return check::never<decltype(std::declval<const Base&>()(std::declval<typename M::OutView>()))>();
     }
     template <class D>
         requires(!std::is_invocable_v<const Base&, const D&>)
@@ -171,21 +199,6 @@ struct EntryCall {
 void note_entry_error(Error& e, const Node& node);
 }  // namespace detail
 
-namespace detail {
-// The static extent of an array type's last dimension (dyn for any other type).
-template <class X>
-inline constexpr extent_t static_last_extent_of = dyn;
-template <class T, extent_t... E>
-inline constexpr extent_t static_last_extent_of<Array<T, E...>> = sizeof...(E) ? std::array<extent_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : extent_t{dyn};
-template <class T, extent_t... E>
-inline constexpr extent_t static_last_extent_of<ArrayView<T, E...>> = sizeof...(E) ? std::array<extent_t, sizeof...(E) + 1>{E..., 0}[sizeof...(E) - 1] : extent_t{dyn};
-template <class X>
-inline constexpr extent_t static_last_extent = static_last_extent_of<std::remove_cvref_t<X>>;
-// E017's condition: X's type and the model's type both fix the input width, differently.
-template <class X, class M>
-concept static_width_differs = requires { M::static_nI; } && static_last_extent<X> != dyn &&
-                               M::static_nI != dyn && static_last_extent<X> != M::static_nI;
-}  // namespace detail
 
 namespace detail {
 // A model type with plans of its own (a chain): its engine slot, and its Backprop's `engine`

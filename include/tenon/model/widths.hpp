@@ -159,6 +159,10 @@ struct FlowResult {
 // its nI, where every layer before it passes its width on or takes its output width from its
 // input without knowing it (LayerNorm<>() >> Relu<8, 4>(): the LayerNorm is 4 wide); dyn where
 // none does. `open`: whether the walk met no such layer and some of the layers do follow.
+// (Not through a layer that makes a multiple of its width, expand_window: in
+// residual(expand_window<1>() >> Maxout<96, 96>()) the window would get 32, and the mistake,
+// 288 reaching the Maxout once the 96 before the residual flows in, would read as the
+// residual's, E025 with a width the user never wrote, rather than E001 where it is.)
 constexpr extent_t backward_width(const Traits* t, std::size_t n, bool* open) {
     constexpr extent_t unknown = dyn;
     bool follows = false;
