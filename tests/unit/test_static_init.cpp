@@ -205,6 +205,23 @@ TEST_CASE("static init: without data = with data of the same widths (same seed, 
             [] { return LayerNorm<>() >> Dropout() >> residual(Relu<>()) >> Relu<8, 32>() >> Softmax<3>(); }, X);
         check_same_as_with_data([] { return with_array<Floats2d>(LayerNorm<>()) >> Relu<8, 32>(); }, X);
     }
+    SECTION("concatenate with branches that keep their width: their sum flows on") {
+        // noop(), Dropout and the reductions give the input's width (Concatenate::nO_per_nI).
+        using A = decltype(Relu<8, 32>() >> (noop() | Relu<4>() | Dropout(0.0)) >> Softmax<3>());
+        static_assert(std::is_same_v<std::remove_cvref_t<decltype(std::declval<A&>().layer<2>())>, Softmax<3, 20>>);
+        check_same_as_with_data([] { return Relu<8, 32>() >> (noop() | Relu<4>() | Dropout(0.0)) >> Softmax<3>(); }, X);
+        // A textcat head: 2 reductions of 8 columns are 16 (initialize() needed data before).
+        auto textcat = [] {
+            return list2ragged() >> with_array<Ragged>(Maxout<8, 32, 2>()) >> (reduce_max() | reduce_first()) >>
+                   Softmax<2>();
+        };
+        using T = decltype(textcat());
+        static_assert(std::is_same_v<std::remove_cvref_t<decltype(std::declval<T&>().layer<3>())>, Softmax<2, 16>>);
+        List<Floats2d> docs;
+        docs.push_back(random_array(3, 32, 3));
+        docs.push_back(random_array(2, 32, 4));
+        check_same_as_with_data(textcat, docs);
+    }
     SECTION("residual(layer) whose layer knows its nO alone: the residual is that wide") {
         // Y = X + layer(X): residual() gives the layer its nO as nI (Residual<Relu<32, 32>>),
         // so the residual alone initialises without data.

@@ -52,6 +52,10 @@ template <class At, extent_t Expects, extent_t Produces>
 struct residual_at {
     static constexpr bool is = false;
 };
+// (Through the clones and wrappers around it: with_array(clone(residual(...), n)).)
+template <class At, extent_t Expects, extent_t Produces>
+    requires requires { typename At::wrapped; }
+struct residual_at<At, Expects, Produces> : residual_at<typename At::wrapped, Expects, Produces> {};
 template <class L, extent_t Expects, extent_t Produces>
 struct residual_at<Residual<L>, Expects, Produces> {
     static constexpr bool is = widths::static_nO<L>() != dyn;

@@ -18,14 +18,24 @@
 
 namespace tenon {
 
+template <extent_t NO, extent_t NI, extent_t NP>
+class Maxout;
+
 namespace check {
+// Maxout<nO, nI> with a small nI and no nP: the pieces meant (E016 says so).
+template <class L>
+inline constexpr bool clone_of_maxout_pieces = false;
+template <extent_t NO, extent_t NI>
+inline constexpr bool clone_of_maxout_pieces<Maxout<NO, NI, dyn>> = NI <= 8;
+template <class L, class E, class P>
+using clone_widths_of = std::conditional_t<clone_of_maxout_pieces<L>, clone_widths_maxout<L, E, P>, clone_widths<L, E, P>>;
 // The checks of clone(layer, n): E003 where the layer's output type is not its input type,
 // else E016 where its static widths differ; `ok` arguments when copies of it can be chained.
 template <class L, extent_t NI = widths::static_nI<L>(), extent_t NO = widths::static_nO<L>()>
 using clone_check = std::conditional_t<
     !std::is_same_v<typename L::In, typename L::Out>,
     clone_types<L, expects_type<name_t<typename L::In>>, produces_type<name_t<typename L::Out>>>,
-    std::conditional_t<NI != dyn && NO != dyn && NI != NO, clone_widths<L, expects_width<NI>, produces_width<NO>>,
+    std::conditional_t<NI != dyn && NO != dyn && NI != NO, clone_widths_of<L, expects_width<NI>, produces_width<NO>>,
                        clone_widths<ok, ok, ok>>>;
 // The same check as a failure for widths::nested_failure: void when copies of L can be chained.
 template <class L>
@@ -106,6 +116,7 @@ public:
     static constexpr extent_t static_nI = widths::static_nI<L>();
     static constexpr extent_t static_nO = widths::static_nO<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
+    using wrapped = L;  // (the checks look through a clone: a residual in a clone is E025)
     static constexpr lowering::CloneCopies lowered_as{};  // lower(): the copies' stages in order
     // After a layer of static width W (chain's width propagation): the width flows into the
     // copies, so a mismatch inside them is a compile error wherever the clone is nested.

@@ -75,16 +75,31 @@ public:
     using typename P::Out;
     using typename P::OutView;
     static constexpr extent_t static_nI = detail::common_static_nI<Ls...>;
-    // The sum of the layers' static output widths, where all are static.
-    static constexpr extent_t static_nO = [] {
+    // The output width: the sum of the layers' static output widths, where a layer that keeps
+    // its width without knowing it (noop, Dropout, a reduction, LayerNorm<>) gives the input's;
+    // `per` of those and the `fixed` sum of the others, `open` where some other knows none.
+    struct OutWidths {
+        extent_t per = 0, fixed = 0;
+        bool open = false;
+    };
+    static constexpr OutWidths out_widths = [] {
         const extent_t w[] = {widths::static_nO_v<Ls>..., dyn};
-        extent_t sum = 0;
+        const bool keeps[] = {(widths::width_preserving<Ls> || widths::nO_is_nI<Ls>)..., false};
+        OutWidths r;
         for (std::size_t i = 0; i < N; ++i) {
-            if (w[i] == dyn) return extent_t{dyn};
-            sum += w[i];
+            if (w[i] != dyn) r.fixed += w[i];
+            else if (keeps[i]) ++r.per;
+            else r.open = true;
         }
-        return sum;
+        return r;
     }();
+    static constexpr extent_t static_nO = out_widths.open             ? extent_t{dyn}
+                                          : out_widths.per == 0        ? out_widths.fixed
+                                          : static_nI != dyn           ? out_widths.per * static_nI + out_widths.fixed
+                                                                       : extent_t{dyn};
+    // (Where the input width is not in the type: nO = per * nI + fixed, for the chain's flow.)
+    static constexpr extent_t nO_per_nI = out_widths.open ? 0 : out_widths.per;
+    static constexpr extent_t nO_plus_nI = out_widths.fixed;
     template <extent_t W>
     using with_nI = Concatenate<typename widths::rebind_nI<Ls, W>::type...>;
     template <extent_t W>
@@ -133,8 +148,13 @@ private:
         this->mark_initialized();
     }
     void sync_nO() {
-        std::size_t sum = 0;
+        // (A layer that keeps its width and declares none gives the input's.)
+        constexpr bool keeps[] = {(widths::width_preserving<Ls> || widths::nO_is_nI<Ls>)..., false};
+        const std::size_t nI = widths::known(*this, "nI");
+        std::size_t sum = 0, i = 0;
         for (std::size_t w : this->children_nO()) {
+            if (w == dyn && keeps[i]) w = nI;
+            ++i;
             if (w == dyn) return;
             sum += w;
         }

@@ -67,6 +67,7 @@ class HashEmbed : public Layer<HashEmbed<NO, In>, In, Floats2d> {
     static_assert(sizeof(check::width_check<NO, HashEmbed, check::nO>) > 0);      // E012
 
 public:
+    static constexpr bool tenon_failed_layer = !detail::is_id_array<In>;  // (E052 said: no cascade)
     using InView = typename Base::InView;  // public: wrappers (with_array ...) name L::InView
     static constexpr extent_t static_nO = usable_width(NO);
 

@@ -156,5 +156,11 @@ LSTM<NO, NI> BiLSTM(LSTMOptions o = {}, std::size_t nO = dyn, std::size_t nI = d
     o.bi = true;
     return LSTM<NO, NI>(std::move(o), nO, nI);
 }
+// Thinc's positional widths (BiLSTM(64, 32)): tenon-E056, as LSTM's.
+template <extent_t NO = dyn, extent_t NI = dyn>
+LSTM<NO, NI> BiLSTM(check::thinc_width, check::thinc_width = check::thinc_width(0)) {
+    static_assert(sizeof(check::widths_as_arguments<LSTM<NO, NI>>) > 0);
+    return BiLSTM<NO, NI>();
+}
 
 }  // namespace tenon

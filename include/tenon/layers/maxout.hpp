@@ -69,9 +69,11 @@ public:
     // lower(): the product, the largest piece per output, then the tail (lower/lowered_as.hpp).
     static constexpr lowering::MaxoutStage lowered_as{"maxout"};
 
-    // Thinc's positional widths (Maxout(64, 32)): tenon-E056, the one error (the layer is made
-    // without them, so that the rest of the program adds none).
-    explicit Maxout(check::thinc_width, check::thinc_width = check::thinc_width(0)) : Maxout() {
+    // Thinc's positional widths (Maxout(64, 32), Maxout(64, 32, 3)): tenon-E056, the one error
+    // (the layer is made without them, so that the rest of the program adds none).
+    explicit Maxout(check::thinc_width, check::thinc_width = check::thinc_width(0),
+                    check::thinc_width = check::thinc_width(0))
+        : Maxout() {
         static_assert(sizeof(check::widths_as_arguments<Maxout>) > 0);
     }
     // Without options: out of line (see DenseOptions), so that a caller's long chain of

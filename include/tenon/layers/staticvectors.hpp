@@ -68,6 +68,7 @@ class StaticVectors : public Layer<StaticVectors<NO, NM, In>, In, Floats2d> {
     static_assert(sizeof(check::width_check<NM, StaticVectors, check::nI>) > 0);  // E012
 
 public:
+    static constexpr bool tenon_failed_layer = !detail::is_id_array<In>;  // (E052 said: no cascade)
     using InView = typename Base::InView;
     static constexpr extent_t static_nO = usable_width(NO);
 

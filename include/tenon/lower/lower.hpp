@@ -804,8 +804,16 @@ auto lower(M&) {
     return failed_model{};
 }
 // A failed model's error is already said (model/failed_model.hpp).
-inline failed_model lower(const failed_model&) noexcept { return {}; }
-inline failed_model describe_plan(const failed_model&, std::size_t = 0) noexcept { return {}; }
+template <class M>
+    requires(is_failed_model<M>)
+failed_model lower(const M&) noexcept {
+    return {};
+}
+template <class M>
+    requires(is_failed_model<M>)
+failed_model describe_plan(const M&, std::size_t = 0) noexcept {
+    return {};
+}
 
 namespace lowering {
 

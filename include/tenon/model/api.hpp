@@ -29,7 +29,12 @@ std::remove_cvref_t<M> copy(const M& model) {
 }
 
 // A failed model's error is already said (model/failed_model.hpp).
-inline failed_model copy(const failed_model&) noexcept { return {}; }
+// (A layer whose own check failed, failed_layer, too.)
+template <class M>
+    requires(is_failed_model<M>)
+failed_model copy(const M&) noexcept {
+    return {};
+}
 inline failed_model set_dropout_rate(const failed_model&, double,
                                      const std::map<std::string, std::string>& = {}) noexcept {
     return {};

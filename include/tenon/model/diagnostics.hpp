@@ -322,6 +322,15 @@ struct clone_widths {
 };
 template <>
 struct clone_widths<ok, ok, ok> {};
+// The same at a Maxout<nO, nI> with a small nI and no nP (Maxout<64, 3>: 3 meant as pieces).
+template <class Layer, class Expects, class Produces>
+struct clone_widths_maxout {
+    static_assert(always_false<Layer>,
+                  "[tenon-E016] clone(layer, n): the layer's output width differs from its input width, so its "
+                  "copies cannot be chained (expects_width<W> but produces_width<V>: see the instantiation line). "
+                  "The layer is Maxout<nO, nI, nP>: its second argument is the input width and the pieces are the "
+                  "third (Maxout<64, dyn, 3>, or Maxout<64>({.nP = 3}))");
+};
 
 // E018: AnyModel<In, Out> made from a model of another signature (its input type is not In or
 // its output type is not Out).
@@ -340,10 +349,11 @@ struct any_model_signature {
 template <class Loss, class Guesses, class Truths>
 struct loss_arguments {
     static_assert(always_false<Loss>,
-                  "[tenon-E019] loss(guesses, truths): CategoricalCrossentropy and L2Distance take one Floats2d of "
-                  "guesses and its truths (an Ints1d of labels or a Floats2d of rows); a sequence model's List of "
-                  "documents takes SequenceCategoricalCrossentropy (a List<Floats2d> and one Ints1d or Floats2d per "
-                  "document) (loss_arguments<Loss, given_type<G>, given_type<T>>: see the instantiation line)");
+                  "[tenon-E019] loss(guesses, truths): CategoricalCrossentropy takes one Floats2d of guesses and "
+                  "its truths (an Ints1d of labels, a Floats2d of rows or the classes' names), L2Distance one "
+                  "Floats2d of guesses and a Floats2d of truths; a sequence model's List of documents takes "
+                  "SequenceCategoricalCrossentropy (a List<Floats2d> and one Ints1d or Floats2d per document) "
+                  "(loss_arguments<Loss, given_type<G>, given_type<T>>: see the instantiation line)");
 };
 
 // E055: model.from_bytes(x) / can_from_bytes(x) with x that is not bytes (a file's path).

@@ -93,8 +93,14 @@ public:
     const failed_model* end() const noexcept { return this; }
 };
 
+// A layer type whose own check failed where the user named it (HashEmbed<64, Floats2d>: E052)
+// says so (`tenon_failed_layer`): it is then no Model, and counts as a failed model, so that
+// the combinators around it add nothing.
 template <class T>
-inline constexpr bool is_failed_model = std::is_same_v<std::remove_cvref_t<T>, failed_model>;
+concept failed_layer = requires { requires T::tenon_failed_layer; };
+template <class T>
+inline constexpr bool is_failed_model =
+    std::is_same_v<std::remove_cvref_t<T>, failed_model> || failed_layer<std::remove_cvref_t<T>>;
 // Any of the arguments: the combinators return a failed_model at once.
 // (A table, not a fold: clang refuses fold expressions over more than 256 arguments.)
 template <class... Ts>

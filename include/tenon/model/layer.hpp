@@ -467,7 +467,7 @@ concept Model = std::derived_from<std::remove_cvref_t<M>, Node> && requires {
     typename std::remove_cvref_t<M>::In;
     typename std::remove_cvref_t<M>::Out;
     typename std::remove_cvref_t<M>::Backprop;
-};
+} && !failed_layer<std::remove_cvref_t<M>>;
 
 // unfused(model): the same model with each layer running by itself, not through the model's
 // plan: the reference the plan is checked against (the tests), or a way to look at the layers'

@@ -5,7 +5,9 @@
 //                            (Dropout, noop, sigmoid_activation)
 //   with_nI<W>               the same layer with a static nI (chain's width propagation)
 //   nO_is_nI                 true when the output width is the input width (LayerNorm)
-//   nO_per_nI                k when the output width is k times the input width (expand_window)
+//   nO_per_nI, nO_plus_nI    k and c when the output width is k times the input width plus c
+//                            (expand_window: 2 * window + 1 and 0; concatenate(noop(), Relu<4>()):
+//                            1 and 4)
 // and, at run time, how a combinator hands a width it knows to a child that does not
 // (offer, known): how initialize() without sample data reaches every layer whose widths
 // the types (or the options) fix.
@@ -60,6 +62,11 @@ template <class L>
 inline constexpr extent_t nO_per_nI = [] {
     if constexpr (requires { L::nO_per_nI; }) return extent_t(L::nO_per_nI); else return extent_t(0);
 }();
+// c where the output width is k times the input width plus c (nO_per_nI), else 0.
+template <class L>
+inline constexpr extent_t nO_plus_nI = [] {
+    if constexpr (requires { L::nO_plus_nI; }) return extent_t(L::nO_plus_nI); else return extent_t(0);
+}();
 
 // The same as variables (computed once per layer type: cheaper in flow's tables).
 template <class L>
@@ -72,11 +79,11 @@ inline constexpr extent_t static_nI_v = static_nI<L>();
 struct Traits {
     extent_t nO = dyn, nI = dyn;
     bool keeps = false, rebind = false, follows = false, inside = false;
-    extent_t per = 0;  // nO_per_nI
+    extent_t per = 0, plus = 0;  // nO_per_nI, nO_plus_nI
 };
 template <class L>
 inline constexpr Traits traits_v{static_nO<L>(), static_nI<L>(), width_preserving<L>, rebindable<L>,
-                                 nO_is_nI<L>, has_inside<L>, nO_per_nI<L>};
+                                 nO_is_nI<L>, has_inside<L>, nO_per_nI<L>, nO_plus_nI<L>};
 
 // What fails inside L when width W reaches it: void when nothing does, else the failing check
 // (instantiating it gives the error), e.g. expand_window<1>() >> Maxout<96, 96>() in a
@@ -218,7 +225,7 @@ constexpr FlowResult walk_widths(const Traits* t, std::size_t n, extent_t* incom
         }
         extent_t out = t[i].nO;
         if (out == unknown && t[i].follows) out = in;
-        if (out == unknown && t[i].per != 0 && in != unknown) out = t[i].per * in;
+        if (out == unknown && t[i].per != 0 && in != unknown) out = t[i].per * in + t[i].plus;
         if (out != unknown) {
             w = out;
             from = i;

@@ -157,6 +157,7 @@ protected:
     void init_children(const std::remove_reference_t<InView>* X, const std::remove_reference_t<OutView>* Y, std::size_t nO) {
         std::size_t nI = sample_width(X);
         if (nI == dyn && this->has_dim("nI")) nI = this->get_dim("nI");
+        offer_dim(*this, "nI", nI);  // (X's width is this node's too, as Thinc's init sets it)
         std::apply(
             [&](auto&... c) {
                 (offer_dim(c, "nI", nI), ...);

@@ -64,7 +64,8 @@ extern template IdColumn<Ints2dCView> id_column<Ints2dCView>(const Node&, const 
 // A column other than 0 means nothing for one id per row.
 template <class In>
 void check_column(const std::string& layer, std::size_t column) {
-    if (In::rank == 1 && column != 0)
+    if constexpr (!is_id_array<In>) return;  // (not ids: E052 has said so)
+    else if (In::rank == 1 && column != 0)
         throw Error(layer + ": column " + std::to_string(column) +
                         " given for an input of one id per row (rank 1); use an Ints2d or Keys2d input",
                     "tenon-E194");

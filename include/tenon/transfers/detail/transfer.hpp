@@ -284,6 +284,8 @@ public:
     static constexpr extent_t static_nI = widths::static_nI<L>();
     static constexpr bool width_preserving = widths::width_preserving<L>;
     static constexpr bool nO_is_nI = widths::nO_is_nI<L>;
+    static constexpr extent_t nO_per_nI = widths::nO_per_nI<L>, nO_plus_nI = widths::nO_plus_nI<L>;
+    using wrapped = L;  // (the checks look through a wrapper: a residual in with_array is E025)
     // Chain's width propagation: the wrapper with its layer's nI made W (and that layer's
     // own layers, rebind_nI), and what fails inside when W reaches it.
     template <extent_t W, class LL = L>
