@@ -369,7 +369,7 @@ TEST_CASE("config: a section of 100k keys and a chain of 10k references read in 
         const double small = seconds(keys(25000)), big = seconds(keys(100000));
         INFO("25k keys: " << small << " s, 100k keys: " << big << " s");
         CHECK(big < 5.0);
-        CHECK(big / std::max(small, 0.005) < 8.0);
+        CHECK(big / std::max(small, 0.005) < 12.0);  // (linear: 4; measured about 6; quadratic: 16)
         const Config cfg = Config::from_str(keys(100000));
         CHECK(cfg.at("s.key99999").as_int() == 99999);
         CHECK(cfg.at("s").as_section().size() == 100000);
@@ -378,7 +378,7 @@ TEST_CASE("config: a section of 100k keys and a chain of 10k references read in 
         const double small = seconds(chain(2500, false)), big = seconds(chain(10000, false));
         INFO("a chain of 2.5k references: " << small << " s, of 10k: " << big << " s");
         CHECK(big < 5.0);
-        CHECK(big / std::max(small, 0.005) < 8.0);
+        CHECK(big / std::max(small, 0.005) < 12.0);  // (linear: 4; measured about 6; quadratic: 16)
         const Config cfg = Config::from_str(chain(10000, false));
         CHECK(cfg.at("s.k9999").as_int() == 1);
         // The same chain written the other way round: each resolved when the first is, 10k deep.

@@ -268,12 +268,13 @@ struct backprop_input {
                   "(expects_type<T> but given_type<U>: see the instantiation line)");
 };
 
-// E057: backprop(dY) with dY whose type fixes another width than the model's output width.
+// E057: backprop(dY) or initialize(X, Y) with dY or Y whose type fixes another width than the
+// model's output width.
 template <class Expects, class Given>
 struct gradient_static_width {
     static_assert(always_false<Expects>,
-                  "[tenon-E057] backprop(dY): dY's type fixes its width, and it is not the model's output width "
-                  "(expects_width<W> but given_width<V>: see the instantiation line)");
+                  "[tenon-E057] backprop(dY) / initialize(X, Y): dY's or Y's type fixes its width, and it is not "
+                  "the model's output width (expects_width<W> but given_width<V>: see the instantiation line)");
 };
 
 // E012: a static width of 0, or below 0 and not dyn (Relu<0>, Linear<0, 5>, Maxout<10, 5, 0>,

@@ -78,6 +78,7 @@ public:
     template <class... A> failed_model describe(A&&...) const noexcept { return {}; }
     template <class... A> failed_model walk(A&&...) const noexcept { return {}; }
     template <class... A> failed_model layers(A&&...) const noexcept { return {}; }
+    template <std::size_t I = 0, class... A> failed_model layer(A&&...) const noexcept { return {}; }
     template <class... A> failed_model is_initialized(A&&...) const noexcept { return {}; }
     template <class... A> failed_model uses_plan(A&&...) const noexcept { return {}; }
 
@@ -98,9 +99,10 @@ public:
 // the combinators around it add nothing.
 template <class T>
 concept failed_layer = requires { requires T::tenon_failed_layer; };
+// (A user's type derived from a failed chain, struct Head : decltype(layers()), is one too.)
 template <class T>
 inline constexpr bool is_failed_model =
-    std::is_same_v<std::remove_cvref_t<T>, failed_model> || failed_layer<std::remove_cvref_t<T>>;
+    std::is_base_of_v<failed_model, std::remove_cvref_t<T>> || failed_layer<std::remove_cvref_t<T>>;
 // Any of the arguments: the combinators return a failed_model at once.
 // (A table, not a fold: clang refuses fold expressions over more than 256 arguments.)
 template <class... Ts>
@@ -126,6 +128,21 @@ TENON_FAILED_MODEL_OPERATOR(+=)
 TENON_FAILED_MODEL_OPERATOR(*=)
 TENON_FAILED_MODEL_OPERATOR(/=)
 #undef TENON_FAILED_MODEL_OPERATOR
+// Comparisons with a failed model's results (an accuracy loop's P(i, t) > P(i, best), a
+// shape's check): a bool, nothing more to say.
+#define TENON_FAILED_MODEL_COMPARISON(op)                                              \
+    template <class A, class B>                                                        \
+        requires(is_failed_model<A> || is_failed_model<B>)                             \
+    bool operator op(A&&, B&&) noexcept {                                              \
+        return false;                                                                  \
+    }
+TENON_FAILED_MODEL_COMPARISON(==)
+TENON_FAILED_MODEL_COMPARISON(!=)
+TENON_FAILED_MODEL_COMPARISON(<)
+TENON_FAILED_MODEL_COMPARISON(>)
+TENON_FAILED_MODEL_COMPARISON(<=)
+TENON_FAILED_MODEL_COMPARISON(>=)
+#undef TENON_FAILED_MODEL_COMPARISON
 // (+, | and >> of models are the combinators' operators: add.hpp, concatenate.hpp, chain.hpp.)
 
 }  // namespace tenon

@@ -260,6 +260,15 @@ public:
                                                        check::given_width<detail::static_last_extent<X>>>) > 0);
         return self();
     }
+    // A sample Y whose type fixes another width than the model's output width: E057.
+    template <class X, class Y>
+        requires(std::is_convertible_v<const X&, InView> && std::is_convertible_v<const Y&, OutView> &&
+                 !detail::static_width_differs<X, Derived> && detail::static_out_width_differs<Y, Derived>)
+    Derived& initialize(const X&, const Y&) {
+        static_assert(sizeof(check::gradient_static_width<check::expects_width<Derived::static_nO>,
+                                                          check::given_width<detail::static_last_extent<Y>>>) > 0);
+        return self();
+    }
     // A sample of another data type: E010 (the overloads above take the model's types).
     template <class X>
         requires(!std::is_convertible_v<const X&, InView>)
