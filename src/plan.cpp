@@ -600,8 +600,8 @@ void note_workspace_error(Error& e, const PlanData& p, std::size_t rows, bool tr
     if (!big || p.stages.empty()) return;
     // A stage's own part, else a scratch shared by the stages: sized for the widest output.
     std::size_t si = 0;
-    if (big->what.rfind("stage ", 0) == 0) {
-        si = std::strtoul(big->what.c_str() + 6, nullptr, 10);
+    if (big->stage != npos) {
+        si = big->stage;
     } else {
         for (std::size_t k = 1; k < p.stages.size(); ++k)
             if (p.stages[k].nO > p.stages[si].nO) si = k;
@@ -624,12 +624,12 @@ void finalize(PlanData& p) {
             for (const Op& o : s.ops) only_dropout = only_dropout && o.kind == OpKind::dropout;
             if (s.act_needs_y) {
                 if (s.ops.empty() || (s.name == "relu" && only_dropout)) need_out(s);
-                else s.ysave = p.add_buffer(tag + s.name + " output", n, 0, false, sp);
+                else s.ysave = p.add_buffer(tag + s.name + " output", n, 0, false, sp, si);
             }
-            if (s.act_needs_z) s.zsave = p.add_buffer(tag + s.name + " pre-activation", n, 0, false, sp);
+            if (s.act_needs_z) s.zsave = p.add_buffer(tag + s.name + " pre-activation", n, 0, false, sp, si);
             if (s.out == p.bounds.size() - 1) dz = std::max(dz, n);  // else in place (dz_of)
         } else if (s.prim == Prim::maxout) {
-            s.which = p.add_buffer(tag + "maxout winning piece (int32)", n, 0, false, sp);
+            s.which = p.add_buffer(tag + "maxout winning piece (int32)", n, 0, false, sp, si);
             dz = std::max(dz, n * s.nP);
             zs = std::max(zs, n * s.nP);
             tmp = std::max(tmp, n);
@@ -647,34 +647,34 @@ void finalize(PlanData& p) {
             }
         }
         if (s.prim == Prim::reduce && s.red == Reduce::max)
-            s.which = p.add_buffer(tag + s.name + " row of each maximum (int32)", n, 0, false, sp);
+            s.which = p.add_buffer(tag + s.name + " row of each maximum (int32)", n, 0, false, sp, si);
         if (s.prim == Prim::seq) {
             // The layer's scratch: what predict needs (kept to the backward pass), and the rest
             // of training's (its tapes, its backward pass's arrays).
             std::size_t per_row = 0, fixed = 0;
             s.seq->scratch(s.layer, false, per_row, fixed);
-            s.sscratch = p.add_buffer(tag + s.name + " scratch", per_row, fixed, true, sp);
+            s.sscratch = p.add_buffer(tag + s.name + " scratch", per_row, fixed, true, sp, si);
             s.seq->scratch(s.layer, true, per_row, fixed);
-            s.strain = p.add_buffer(tag + s.name + " scratch (training)", per_row, fixed, false, sp);
+            s.strain = p.add_buffer(tag + s.name + " scratch (training)", per_row, fixed, false, sp, si);
         }
         if (s.prim == Prim::table) {
             s.iW = ParamAccess::param_index(*s.layer, "E");  // the table
             // The keys are needed by the forward pass too (predict); the mask only in training.
-            s.keys = p.add_buffer(tag + s.name + " keys (uint32)", s.per, 0, true, sp);
-            s.mask = p.add_buffer(tag + s.name + " column dropout mask", 0, n + 1, false, sp);
+            s.keys = p.add_buffer(tag + s.name + " keys (uint32)", s.per, 0, true, sp, si);
+            s.mask = p.add_buffer(tag + s.name + " column dropout mask", 0, n + 1, false, sp, si);
         }
         for (std::size_t k = 0; k < s.ops.size(); ++k) {
             Op& op = s.ops[k];
             if (op.kind == OpKind::layernorm) {
                 op.iG = ParamAccess::param_index(*op.node, "G");
                 op.ib = ParamAccess::param_index(*op.node, "b");
-                op.save = p.add_buffer(tag + "layernorm normalised input", n, 0, false, sp);
-                op.rstd = p.add_buffer(tag + "layernorm 1/std", 1, 0, false, sp);
+                op.save = p.add_buffer(tag + "layernorm normalised input", n, 0, false, sp, si);
+                op.rstd = p.add_buffer(tag + "layernorm 1/std", 1, 0, false, sp, si);
             } else if (op.kind == OpKind::dropout) {
-                op.save = p.add_buffer(tag + "dropout mask", n, 0, false, sp);
+                op.save = p.add_buffer(tag + "dropout mask", n, 0, false, sp, si);
             } else if (op.kind == OpKind::sigmoid) {
                 if (k + 1 == s.ops.size()) need_out(s);
-                else op.save = p.add_buffer(tag + "sigmoid output", n, 0, false, sp);
+                else op.save = p.add_buffer(tag + "sigmoid output", n, 0, false, sp, si);
             }
         }
     }
@@ -740,7 +740,7 @@ void finalize(PlanData& p) {
         // wrote that gradient first (concatenate(reduce_mean, reduce_max)), into scratch, then added.
         if (s.prim == Prim::reduce && !s.dx_assign)
             s.rscratch = p.add_buffer("stage " + std::to_string(si) + " " + s.name + " gradient (to add)", s.nI, 0,
-                                      false, p.bounds[s.in].space);
+                                      false, p.bounds[s.in].space, si);
     }
     p.layout();
 }

@@ -113,6 +113,14 @@ using PaddedIn = decltype(with_array<List<Floats2d>>(Relu<96, 8>()) >>
 static_assert(same<PaddedIn::Layers, ChainLayers<WithArray<Relu<96, 8>, List<Floats2d>, false>,
                                                  WithPadded<WithArray<Relu<32, 96>, Padded, false>, List<Floats2d>>>>);
 static_assert(same<decltype(clone(Relu<>(), 2)), Clone<Relu<>>> && Clone<Relu<>>::static_nO == dyn);
+// An LSTM takes the width too (with_nI), inside bidirectional and clone: the BiLSTM encoder
+// after a 6-wide layer is LSTM<4, 6> in both directions, and its output width 8 flows on.
+using BiEncoder = decltype(with_array<List<Floats2d>>(Relu<6, 5>()) >> list2padded() >> bidirectional(LSTM<4>()) >>
+                           padded2list() >> with_array<List<Floats2d>>(Softmax<3>()));
+static_assert(same<BiEncoder::Layers,
+                   ChainLayers<WithArray<Relu<6, 5>, List<Floats2d>, false>, List2Padded<Floats2d>,
+                               Bidirectional<LSTM<4, 6>, LSTM<4, 6>>, Padded2List<Floats2d>,
+                               WithArray<Softmax<3, 8>, List<Floats2d>, false>>>);
 
 // ---- Named model types --------------------------------------------------------------------------
 // The way to name a model type so that diagnostics say `Mlp` (docs/diagnostics.md): derive

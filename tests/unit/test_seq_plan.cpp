@@ -360,6 +360,27 @@ TEST_CASE("sequence plan: list2padded >> LSTM >> padded2list over float lists", 
     bp.params_only(grads_like(Y, 5));
 }
 
+TEST_CASE("sequence plan: an LSTM takes the static width before it (with_nI), in bidirectional and clone",
+          "[seq_plan][lstm]") {
+    const List<Floats2d> X = floats_like(docs(5, 0, 7, 35), 5, 36);
+    // The Relu's 8 columns reach the LSTMs, which become LSTM<4, 8>: a clone of the BiLSTM
+    // (8 -> 8) chains, and the model initialises without data.
+    auto model = with_array<List<Floats2d>>(Relu<8, 5>()) >> list2padded() >> clone(bidirectional(LSTM<4>()), 2) >>
+                 padded2list() >> with_array<List<Floats2d>>(Softmax<3>());
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(model.layer<2>()[0])>,
+                                 Bidirectional<LSTM<4, 8>, LSTM<4, 8>>>);
+    model.initialize();
+    CHECK(model.layer<2>()[1].get_dim("nI") == 8);
+    CHECK(model.predict(X)[0].shape(1) == 3);
+    // (bidirectional is not a plan stage yet: the model runs its layers, docs/lowering.md.)
+    auto [Y, backprop] = model.begin_update(X);
+    const List<Floats2d> dX = backprop(grads_like(Y, 39));
+    CHECK(dX[0].shape(1) == 5);
+    CHECK(!model.uses_plan());
+    Optimizer opt = Adam(0.01);
+    model.finish_update(opt);
+}
+
 TEST_CASE("sequence plan: ParametricAttention (v1, v2 with a key transform) is a stage and equals its layers",
           "[seq_plan][attention]") {
     const List<Ints2d> X = docs(8, 1, 10, 41);

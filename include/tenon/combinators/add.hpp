@@ -205,7 +205,7 @@ auto make_add(Ms&&... ms) {
         [](auto&... p) { return std::type_identity<check::add_check<std::remove_cvref_t<decltype(p)>...>>{}; },
         parts))>::type;
     if constexpr (!std::is_same_v<Check, check::ok>) {
-        static_assert(sizeof(Check) > 0);  // E020, E021, E023, E028: said here, at the call
+        check::report<Check>();  // E020, E021, E023, E028: said here, at the call
         return failed_model{};
     } else {
         return typename parallel_type<Add, Parts>::type(std::move(parts));
@@ -228,7 +228,7 @@ template <class A, class B>
     requires(Model<A> != Model<B> && !any_failed_model<A, B>)
 auto operator+(A&&, B&&) {
     using NotAModel = std::conditional_t<Model<A>, B, A>;
-    static_assert(sizeof(check::combinator_operand<check::not_a_model<check::name_t<NotAModel>>>) > 0);
+    check::report<check::combinator_operand<check::not_a_model<check::name_t<NotAModel>>>>();
     return failed_model{};
 }
 // With a failed model (its error is already said): a failed model (model/failed_model.hpp).

@@ -831,7 +831,7 @@ template <class... Ms>
     using C = typename chain_type_of<Args, std::remove_cvref_t<Ms>...>::type;
     using Failure = chain_failure_t<typename chain_layers<C>::list>;
     if constexpr (!std::is_void_v<Failure>) {
-        static_assert(sizeof(Failure) > 0);  // E002, E001, E025, or a layer's inside: its own id
+        check::report<Failure>();  // E002, E001, E025, or a layer's inside: its own id
         return failed_model{};
     } else if constexpr (chain_appends<Ms...>) {
         return [](auto&& prefix, auto&& last) {

@@ -54,7 +54,7 @@ template <class... Ms>
 auto chain(Ms&&...) {
     constexpr std::size_t i = check::first_non_model<Ms...>;
     using NotAModel = std::remove_cvref_t<std::tuple_element_t<i, std::tuple<Ms...>>>;
-    static_assert(sizeof(check::chain_argument<check::argument<i>, check::not_a_model<check::name_t<NotAModel>>>) > 0);
+    check::report<check::chain_argument<check::argument<i>, check::not_a_model<check::name_t<NotAModel>>>>();
     return failed_model{};
 }
 
@@ -64,7 +64,7 @@ template <class A, class B>
     requires(Model<A> != Model<B> && !check::has_member_extractor<A> && !any_failed_model<A, B>)
 auto operator>>(A&&, B&&) {
     using NotAModel = std::conditional_t<Model<A>, B, A>;
-    static_assert(sizeof(check::chain_operand<check::not_a_model<check::name_t<NotAModel>>>) > 0);
+    check::report<check::chain_operand<check::not_a_model<check::name_t<NotAModel>>>>();
     return failed_model{};
 }
 

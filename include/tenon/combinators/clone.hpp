@@ -254,7 +254,7 @@ template <Model L>
 auto clone(L&& layer, std::size_t n) {
     using D = std::remove_cvref_t<L>;
     if constexpr (!std::is_same_v<check::clone_check<D>, check::clone_widths<check::ok, check::ok, check::ok>>) {
-        static_assert(sizeof(check::clone_check<D>) > 0);  // E003, E016: said here, at the call
+        check::report<check::clone_check<D>>();  // E003, E016: said here, at the call
         return failed_model{};
     } else {
         return Clone<D>(layer, n);
@@ -265,7 +265,7 @@ auto clone(L&& layer, std::size_t n) {
 template <class N, Model L>
     requires(!Model<N>)
 auto clone(N&&, L&&) {
-    static_assert(sizeof(check::clone_argument<check::not_a_model<check::name_t<N>>>) > 0);
+    check::report<check::clone_argument<check::not_a_model<check::name_t<N>>>>();
     return failed_model{};
 }
 

@@ -82,9 +82,11 @@ public:
         extent_t per = 0, fixed = 0;
         bool open = false;
     };
+    // Which layers keep their width (the type's rule above, and sync_nO's at run time).
+    static constexpr bool keeps_width[] = {(widths::width_preserving<Ls> || widths::nO_is_nI<Ls>)..., false};
     static constexpr OutWidths out_widths = [] {
         const extent_t w[] = {widths::static_nO_v<Ls>..., dyn};
-        const bool keeps[] = {(widths::width_preserving<Ls> || widths::nO_is_nI<Ls>)..., false};
+        const auto& keeps = keeps_width;
         OutWidths r;
         for (std::size_t i = 0; i < N; ++i) {
             if (w[i] != dyn) r.fixed += w[i];
@@ -149,7 +151,7 @@ private:
     }
     void sync_nO() {
         // (A layer that keeps its width and declares none gives the input's.)
-        constexpr bool keeps[] = {(widths::width_preserving<Ls> || widths::nO_is_nI<Ls>)..., false};
+        const auto& keeps = keeps_width;
         const std::size_t nI = widths::known(*this, "nI");
         std::size_t sum = 0, i = 0;
         for (std::size_t w : this->children_nO()) {
@@ -206,7 +208,7 @@ auto make_concatenate(Ms&&... ms) {
         },
         parts))>::type;
     if constexpr (!std::is_same_v<Check, check::ok>) {
-        static_assert(sizeof(Check) > 0);  // E022, E023, E028: said here, at the call
+        check::report<Check>();  // E022, E023, E028: said here, at the call
         return failed_model{};
     } else {
         return typename parallel_type<Concatenate, Parts>::type(std::move(parts));
@@ -231,7 +233,7 @@ template <class A, class B>
     requires(Model<A> != Model<B> && !any_failed_model<A, B>)
 auto operator|(A&&, B&&) {
     using NotAModel = std::conditional_t<Model<A>, B, A>;
-    static_assert(sizeof(check::combinator_operand<check::not_a_model<check::name_t<NotAModel>>>) > 0);
+    check::report<check::combinator_operand<check::not_a_model<check::name_t<NotAModel>>>>();
     return failed_model{};
 }
 // With a failed model (its error is already said): a failed model (model/failed_model.hpp).

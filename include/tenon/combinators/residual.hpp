@@ -166,7 +166,7 @@ template <class M>
 auto residual(M&& layer) {
     using D = std::remove_cvref_t<M>;
     if constexpr (!std::is_same_v<check::residual_check<D>, check::ok>) {
-        static_assert(sizeof(check::residual_check<D>) > 0);  // E024, E025: said here, at the call
+        check::report<check::residual_check<D>>();  // E024, E025: said here, at the call
         return failed_model{};
     } else if constexpr (widths::static_nI<D>() == dyn && widths::static_nO<D>() != dyn &&
                          !std::is_same_v<typename widths::rebind_nI<D, widths::static_nO<D>()>::type, D>) {

@@ -131,7 +131,7 @@ auto siamese(L&& layer, S&& similarity) {
     using DL = std::remove_cvref_t<L>;
     using DS = std::remove_cvref_t<S>;
     if constexpr (!std::is_same_v<check::siamese_check<DL, DS>, check::ok>) {
-        static_assert(sizeof(check::siamese_check<DL, DS>) > 0);  // E027: said here, at the call
+        check::report<check::siamese_check<DL, DS>>();  // E027: said here, at the call
         return failed_model{};
     } else {
         return Siamese<DL, DS>(DL(std::forward<L>(layer)), DS(std::forward<S>(similarity)));

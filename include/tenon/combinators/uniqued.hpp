@@ -203,7 +203,7 @@ template <Model L>
 auto uniqued(L&& layer, std::size_t column = 0) {
     using D = std::remove_cvref_t<L>;
     if constexpr (!std::is_same_v<check::uniqued_check<D>, check::ok>) {
-        static_assert(sizeof(check::uniqued_check<D>) > 0);  // E050, E051: said here, at the call
+        check::report<check::uniqued_check<D>>();  // E050, E051: said here, at the call
         return failed_model{};
     } else {
         return Uniqued<D>(std::forward<L>(layer), column);

@@ -252,8 +252,8 @@ template <class S, class... Args>
     requires(detail::batch_args<S, Args...>::bad != detail::batch_ok)
 auto multibatch(const S&, const Args&...) {
     using A = detail::batch_args<S, Args...>;
-    static_assert(sizeof(check::batch_argument<check::argument<A::bad>,
-                                               check::given_type<check::name_t<typename A::bad_type>>>) > 0);
+    check::report<check::batch_argument<check::argument<A::bad>,
+                                        check::given_type<check::name_t<typename A::bad_type>>>>();
     return check::never<typename A::meant_type>();
 }
 template <class S, class... Args>
@@ -261,8 +261,8 @@ template <class S, class... Args>
              !detail::item_batch_call<S, Args...>)
 auto minibatch(const S&, const Args&...) {
     using A = detail::batch_args<S, Args...>;
-    static_assert(sizeof(check::batch_argument<check::argument<A::bad>,
-                                               check::given_type<check::name_t<typename A::bad_type>>>) > 0);
+    check::report<check::batch_argument<check::argument<A::bad>,
+                                        check::given_type<check::name_t<typename A::bad_type>>>>();
     return check::never<typename A::meant_type>();
 }
 

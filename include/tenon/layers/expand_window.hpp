@@ -185,7 +185,7 @@ private:
 template <class T = Floats2d>
 auto expand_window(std::size_t window_size = 1) {
     if constexpr (!std::is_same_v<check::expand_window_check<T>, check::ok>) {
-        static_assert(sizeof(check::expand_window_check<T>) > 0);  // E053
+        check::report<check::expand_window_check<T>>();  // E053
         return failed_model{};
     } else {
         return ExpandWindow<T>(window_size);
@@ -194,7 +194,7 @@ auto expand_window(std::size_t window_size = 1) {
 template <extent_t W, class T = Floats2d>
 auto expand_window() {
     if constexpr (!std::is_same_v<check::expand_window_check<T>, check::ok>) {
-        static_assert(sizeof(check::expand_window_check<T>) > 0);  // E053
+        check::report<check::expand_window_check<T>>();  // E053
         return failed_model{};
     } else {
         return ExpandWindow<T, W>(W);

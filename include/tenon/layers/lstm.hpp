@@ -103,6 +103,17 @@ public:
         static_assert(sizeof(check::widths_as_arguments<LSTM>) > 0);
     }
     LSTM() : LSTM(LSTMOptions{}) {}
+    // The same layer with a static nI (a chain, clone or bidirectional after a layer of static
+    // width rebinds a dyn nI), so the width keeps flowing: `Relu<3>() >> ... >>
+    // clone(bidirectional(LSTM<4>()), 2)` is E016 where the chain is made, not at initialize.
+    template <extent_t N2>
+    using with_nI = LSTM<NO, N2>;
+    template <extent_t N2>
+        requires(NI != N2)
+    explicit LSTM(LSTM<NO, N2>&& o)
+        : Base(static_cast<Node&&>(o)), init_W_(std::move(o.init_W_)), init_b_(std::move(o.init_b_)) {
+        this->fix_dim(1, as_dim(NI));
+    }
     explicit LSTM(LSTMOptions o, std::size_t nO = dyn, std::size_t nI = dyn)
         : Base("lstm", {{"nO", as_dim(NO)}, {"nI", as_dim(NI)}, {"depth", o.depth}, {"dirs", o.bi ? 2u : 1u}}, {"LSTM", "HC0"}),
           init_W_(std::move(o.init_W)), init_b_(std::move(o.init_b)) {
@@ -146,6 +157,8 @@ private:
     }
 
     Init init_W_, init_b_;
+    template <extent_t, extent_t>
+    friend class LSTM;
 };
 
 // The bidirectional LSTM: LSTM with bi set; a static nO must be even (nH = nO / 2 per direction).

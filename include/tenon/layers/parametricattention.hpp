@@ -337,7 +337,7 @@ auto ParametricAttention_v2(KK&& key_transform, std::size_t nO = as_dim(NO)) {
     using KT = std::remove_cvref_t<KK>;
     using C = check::attention_key_check<NO, KT>;
     if constexpr (!std::is_same_v<C, check::ok>) {
-        static_assert(sizeof(C) > 0);  // E270, E271: said here, at the call
+        check::report<C>();  // E270, E271: said here, at the call
         return failed_model{};
     } else {
         constexpr extent_t W = detail::attention_width<NO, KT>();

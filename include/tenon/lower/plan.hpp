@@ -136,6 +136,7 @@ struct Buffer {
     std::size_t per_row = 0, fixed = 0;
     bool in_predict = false;
     std::size_t space = 0;             // 0 .. max_spaces - 1, or max_spaces: the largest
+    std::size_t stage = npos;          // the stage it belongs to (npos: shared; error messages)
     std::size_t pre_row[2][max_spaces + 1] = {}, pre_fixed[2] = {0, 0};  // [0] predict, [1] training
 };
 
@@ -162,9 +163,10 @@ struct PlanData {
     std::size_t in_buf = npos, dy_buf = npos, dx_buf = npos;
 
     std::size_t add_buffer(std::string what, std::size_t per_row, std::size_t fixed, bool in_predict,
-                           std::size_t space = 0) {
+                           std::size_t space = 0, std::size_t stage = npos) {
         Buffer b;
         b.what = std::move(what);
+        b.stage = stage;
         b.per_row = per_row;
         b.fixed = fixed;
         b.in_predict = in_predict;

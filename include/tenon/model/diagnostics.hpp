@@ -126,6 +126,17 @@ struct ok {};
 template <class... Failure>
 inline constexpr bool always_false = false;
 
+// A factory (chain, residual, clone, a transfer, ...) says a failed check at the user's call
+// through report<Failure>() and returns a failed model: the check is instantiated from this
+// body, which compilers instantiate after the factory's own return type is deduced. Asserted
+// in the factory's body instead, the error makes clang++ drop the call (a deduction failure),
+// and every later call of it with the same types becomes a second error ("no matching
+// function", "invalid operands", a base class of decltype(...) gone).
+template <class Failure>
+constexpr void report() {
+    static_assert(sizeof(Failure) > 0);
+}
+
 // E001: two static widths meet in a chain and differ.
 template <class LayerAt, class Expects, class ProducerAt, class Produces>
 struct chain_widths {
@@ -248,6 +259,24 @@ struct update_input {
                   "[tenon-E009] model.begin_update(X) / model(X, is_train): X is not of the model's input type "
                   "(expects_type<T> but given_type<U>: see the instantiation line; a std::vector of arrays is "
                   "List<T>(std::move(v)))");
+};
+
+// E008, E009: predict / begin_update / model(...) given several inputs (siamese.predict(A, B)).
+template <class... Given>
+struct given_arguments {};
+template <class Expects, class Given>
+struct predict_arguments {
+    static_assert(always_false<Expects>,
+                  "[tenon-E008] model.predict(X): a model takes one input X, here several were given (expects_type<T> "
+                  "but given_arguments<U...>: see the instantiation line); a pair model (siamese) takes "
+                  "std::pair{A, B}, a batch of arrays List<T>");
+};
+template <class Expects, class Given>
+struct update_arguments {
+    static_assert(always_false<Expects>,
+                  "[tenon-E009] model.begin_update(X) / model(X, is_train): a model takes one input X, here several "
+                  "were given (expects_type<T> but given_arguments<U...>: see the instantiation line); a pair model "
+                  "(siamese) takes std::pair{A, B}, a batch of arrays List<T>");
 };
 
 // E010: model.initialize(X[, Y]) with a sample of another data type than the model's input

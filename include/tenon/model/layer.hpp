@@ -164,15 +164,15 @@ struct CheckedBackprop : M::Backprop {
     template <class D>
         requires(std::is_invocable_v<const Base&, const D&> && detail::static_out_width_differs<D, M>)
     auto operator()(const D&) const {
-        static_assert(sizeof(check::gradient_static_width<check::expects_width<M::static_nO>,
-                                                          check::given_width<detail::static_last_extent<D>>>) > 0);
+        check::report<check::gradient_static_width<check::expects_width<M::static_nO>,
+                                                   check::given_width<detail::static_last_extent<D>>>>();
         return check::never<decltype(std::declval<const Base&>()(std::declval<typename M::OutView>()))>();
     }
     template <class D>
         requires(!std::is_invocable_v<const Base&, const D&>)
     auto operator()(const D&) const {
-        static_assert(sizeof(check::backprop_input<check::expects_type<check::name_t<typename M::Out>>,
-                                                   check::given_type<check::name_t<D>>>) > 0);
+        check::report<check::backprop_input<check::expects_type<check::name_t<typename M::Out>>,
+                                            check::given_type<check::name_t<D>>>>();
         return check::never<decltype(std::declval<const Base&>()(std::declval<typename M::OutView>()))>();
     }
 };
@@ -247,42 +247,43 @@ public:
     // A sample whose type fixes another width than the model's: E017.
     template <class X>
         requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
-    Derived& initialize(const X&) {
-        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
-                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+    auto& initialize(const X&) {
+        check::report<check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                check::given_width<detail::static_last_extent<X>>>>();
         return self();
     }
     template <class X, class Y>
         requires(std::is_convertible_v<const X&, InView> && std::is_convertible_v<const Y&, OutView> &&
                  detail::static_width_differs<X, Derived>)
-    Derived& initialize(const X&, const Y&) {
-        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
-                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+    auto& initialize(const X&, const Y&) {
+        check::report<check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                check::given_width<detail::static_last_extent<X>>>>();
         return self();
     }
     // A sample Y whose type fixes another width than the model's output width: E057.
     template <class X, class Y>
         requires(std::is_convertible_v<const X&, InView> && std::is_convertible_v<const Y&, OutView> &&
                  !detail::static_width_differs<X, Derived> && detail::static_out_width_differs<Y, Derived>)
-    Derived& initialize(const X&, const Y&) {
-        static_assert(sizeof(check::gradient_static_width<check::expects_width<Derived::static_nO>,
-                                                          check::given_width<detail::static_last_extent<Y>>>) > 0);
+    auto& initialize(const X&, const Y&) {
+        check::report<check::gradient_static_width<check::expects_width<Derived::static_nO>,
+                                                   check::given_width<detail::static_last_extent<Y>>>>();
         return self();
     }
     // A sample of another data type: E010 (the overloads above take the model's types).
     template <class X>
         requires(!std::is_convertible_v<const X&, InView>)
-    Derived& initialize(const X&) {
-        static_assert(sizeof(check::initialize_sample<check::expects_type<check::name_t<In>>,
-                                                      check::given_type<check::name_t<X>>>) > 0);
+    auto& initialize(const X&) {
+        check::report<check::initialize_sample<check::expects_type<check::name_t<In>>,
+                                               check::given_type<check::name_t<X>>>>();
         return self();
     }
     template <class X, class Y>
         requires(!std::is_convertible_v<const X&, InView> || !std::is_convertible_v<const Y&, OutView>)
-    Derived& initialize(const X&, const Y&) {
-        static_assert(sizeof(check::initialize_sample<
-                             check::expects_type<check::name_t<In>>, check::given_type<check::name_t<X>>,
-                             check::expects_type<check::name_t<Out>>, check::given_type<check::name_t<Y>>>) > 0);
+    auto& initialize(const X&, const Y&) {
+        check::report<check::initialize_sample< check::expects_type<check::name_t<In>>,
+                                               check::given_type<check::name_t<X>>,
+                                               check::expects_type<check::name_t<Out>>,
+                                               check::given_type<check::name_t<Y>>>>();
         return self();
     }
     // The pointer form, for combinators that may or may not have a sample.
@@ -310,45 +311,69 @@ public:
     // The same calls with an array whose type fixes another width than the model's: E017.
     template <class X>
         requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
-    Out predict(const X&) const {
-        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
-                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+    auto predict(const X&) const {
+        check::report<check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                check::given_width<detail::static_last_extent<X>>>>();
         return check::never<Out>();
     }
     template <class X>
         requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
     auto begin_update(const X&) {
-        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
-                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+        check::report<check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                check::given_width<detail::static_last_extent<X>>>>();
         return check::never<std::pair<Out, backprop_t<Derived>>>();
     }
     template <class X>
         requires(std::is_convertible_v<const X&, InView> && detail::static_width_differs<X, Derived>)
     auto operator()(const X&, bool) {
-        static_assert(sizeof(check::input_static_width<check::expects_width<Derived::static_nI>,
-                                                       check::given_width<detail::static_last_extent<X>>>) > 0);
+        check::report<check::input_static_width<check::expects_width<Derived::static_nI>,
+                                                check::given_width<detail::static_last_extent<X>>>>();
         return check::never<std::pair<Out, backprop_t<Derived>>>();
     }
     // The same calls with X of another data type than the model's input: E008, E009.
     template <class X>
         requires(!std::is_convertible_v<const X&, InView>)
-    Out predict(const X&) const {
-        static_assert(sizeof(check::predict_input<check::expects_type<check::name_t<In>>,
-                                                  check::given_type<check::name_t<X>>>) > 0);
+    auto predict(const X&) const {
+        check::report<check::predict_input<check::expects_type<check::name_t<In>>,
+                                           check::given_type<check::name_t<X>>>>();
         return check::never<Out>();
     }
     template <class X>
         requires(!std::is_convertible_v<const X&, InView>)
     auto begin_update(const X&) {
-        static_assert(sizeof(check::update_input<check::expects_type<check::name_t<In>>,
-                                                 check::given_type<check::name_t<X>>>) > 0);
+        check::report<check::update_input<check::expects_type<check::name_t<In>>,
+                                          check::given_type<check::name_t<X>>>>();
         return check::never<std::pair<Out, backprop_t<Derived>>>();
     }
     template <class X>
         requires(!std::is_convertible_v<const X&, InView>)
     auto operator()(const X&, bool) {
-        static_assert(sizeof(check::update_input<check::expects_type<check::name_t<In>>,
-                                                 check::given_type<check::name_t<X>>>) > 0);
+        check::report<check::update_input<check::expects_type<check::name_t<In>>,
+                                          check::given_type<check::name_t<X>>>>();
+        return check::never<std::pair<Out, backprop_t<Derived>>>();
+    }
+    // More than one input (siamese.predict(A, B)): E008, E009. A model takes one input; a pair
+    // model's is a std::pair, a batch of arrays a List.
+    template <class A, class B, class... R>
+    auto predict(const A&, const B&, const R&...) const {
+        check::report<check::predict_arguments<check::expects_type<check::name_t<In>>,
+                                               check::given_arguments<check::name_t<A>, check::name_t<B>,
+                                                                      check::name_t<R>...>>>();
+        return check::never<Out>();
+    }
+    template <class A, class B, class... R>
+    auto begin_update(const A&, const B&, const R&...) {
+        check::report<check::update_arguments<check::expects_type<check::name_t<In>>,
+                                              check::given_arguments<check::name_t<A>, check::name_t<B>,
+                                                                     check::name_t<R>...>>>();
+        return check::never<std::pair<Out, backprop_t<Derived>>>();
+    }
+    template <class A, class B, class... R>
+        requires(sizeof...(R) > 0 || !std::is_convertible_v<const B&, bool>)
+    auto operator()(const A&, const B&, const R&...) {
+        check::report<check::update_arguments<check::expects_type<check::name_t<In>>,
+                                              check::given_arguments<check::name_t<A>, check::name_t<B>,
+                                                                     check::name_t<R>...>>>();
         return check::never<std::pair<Out, backprop_t<Derived>>>();
     }
 
@@ -360,8 +385,8 @@ public:
     // Anything else (a temporary optimizer, a learning rate): E015.
     template <class O>
         requires(!std::is_convertible_v<O&&, Optimizer&>)
-    void finish_update(O&&) {
-        static_assert(sizeof(check::optimizer_argument<check::given_type<O&&>>) > 0);
+    auto finish_update(O&&) {
+        check::report<check::optimizer_argument<check::given_type<O&&>>>();
     }
 
 protected:

@@ -479,7 +479,7 @@ auto floats_getitem(Args&&... index) {
     using In = std::conditional_t<std::is_void_v<A>, typename detail::getitem_default<float, sizeof...(Args)>::type, A>;
     using C = check::getitem_check<check::floats_getitem_, In, Args...>;
     if constexpr (!std::is_same_v<C, check::ok>) {
-        static_assert(sizeof(C) > 0);  // E040-E044, said here
+        check::report<C>();  // E040-E044, said here
         return failed_model{};
     } else {
         return ArrayGetitem<In, detail::getitem_entry_t<Args>...>(
@@ -493,7 +493,7 @@ auto ints_getitem(Args&&... index) {
         std::conditional_t<std::is_void_v<A>, typename detail::getitem_default<std::int32_t, sizeof...(Args)>::type, A>;
     using C = check::getitem_check<check::ints_getitem_, In, Args...>;
     if constexpr (!std::is_same_v<C, check::ok>) {
-        static_assert(sizeof(C) > 0);  // E040-E044, said here
+        check::report<C>();  // E040-E044, said here
         return failed_model{};
     } else {
         return ArrayGetitem<In, detail::getitem_entry_t<Args>...>(
@@ -505,7 +505,7 @@ template <class A = void, class... Args>
 auto array_getitem(Args&&... index) {
     using C = check::getitem_check<check::array_getitem_, A, Args...>;
     if constexpr (!std::is_same_v<C, check::ok>) {
-        static_assert(sizeof(C) > 0);  // E040-E044, said here
+        check::report<C>();  // E040-E044, said here
         return failed_model{};
     } else {
         return ArrayGetitem<A, detail::getitem_entry_t<Args>...>(

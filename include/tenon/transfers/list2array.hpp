@@ -35,8 +35,8 @@ private:
 template <class A = Floats2d>
 auto list2array() {
     if constexpr (!detail::xfer::is_tarray_v<A>) {
-        static_assert(sizeof(check::transfer_element<check::list2array, check::given_type<check::name_t<A>>,
-                                                     check::expects_type<check::Floats2d>>) > 0);
+        check::report<check::transfer_element<check::list2array, check::given_type<check::name_t<A>>,
+                                              check::expects_type<check::Floats2d>>>();
         return failed_model{};
     } else {
         return List2Array<A>();

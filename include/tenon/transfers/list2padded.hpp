@@ -38,8 +38,8 @@ private:
 template <class A = Floats2d>
 auto list2padded() {
     if constexpr (!detail::xfer::is_tarray2d_v<A>) {
-        static_assert(sizeof(check::transfer_element<check::list2padded, check::given_type<check::name_t<A>>,
-                                                     check::expects_type<check::Floats2d>>) > 0);
+        check::report<check::transfer_element<check::list2padded, check::given_type<check::name_t<A>>,
+                                              check::expects_type<check::Floats2d>>>();
         return failed_model{};
     } else {
         return List2Padded<A>();

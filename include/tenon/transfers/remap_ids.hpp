@@ -220,7 +220,7 @@ auto remap_ids(const Map& mapping_table, std::int32_t default_ = 0, std::optiona
     using Key = std::remove_cv_t<typename Map::key_type>;
     using I = std::conditional_t<std::is_void_v<In>, detail::remap_default_input<Key>, In>;
     if constexpr (!detail::remap_fits<I, Key>) {
-        static_assert(sizeof(check::remap_ids_keys<check::given_type<check::name_t<I>>, check::given_type<Key>>) > 0);
+        check::report<check::remap_ids_keys<check::given_type<check::name_t<I>>, check::given_type<Key>>>();
         return failed_model{};
     } else {
         typename RemapIds<Key, I>::Table t;

@@ -120,8 +120,8 @@ template <class L>
     requires(!Model<std::remove_cvref_t<L>>)
 auto with_debug(L&&) {
     if constexpr (!is_failed_model<L>)  // a failed model's error is already said
-    static_assert(sizeof(check::transfer_layer_argument<check::combinator<check::with_debug_>,
-                                                        check::not_a_model<check::name_t<L>>>) > 0);
+    check::report<check::transfer_layer_argument<check::combinator<check::with_debug_>,
+                                                 check::not_a_model<check::name_t<L>>>>();
     return failed_model{};
 }
 

@@ -119,11 +119,11 @@ auto with_flatten(L&& layer) {
     if constexpr (is_failed_model<D>) {
         return failed_model{};  // its error is already said
     } else if constexpr (!Model<D>) {
-        static_assert(sizeof(check::transfer_argument<check::with_flatten, check::not_a_model<check::name_t<D>>>) > 0);
+        check::report<check::transfer_argument<check::with_flatten, check::not_a_model<check::name_t<D>>>>();
         return failed_model{};
     } else if constexpr (!detail::xfer::flatten_layer_ok<D>) {
-        static_assert(sizeof(check::with_flatten_layer<check::inner_input<check::name_t<typename D::In>>,
-                                                       check::inner_output<check::name_t<typename D::Out>>>) > 0);
+        check::report<check::with_flatten_layer<check::inner_input<check::name_t<typename D::In>>,
+                                                check::inner_output<check::name_t<typename D::Out>>>>();
         return failed_model{};
     } else {
         return WithFlatten<D>(D(std::forward<L>(layer)));

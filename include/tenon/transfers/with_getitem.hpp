@@ -166,11 +166,11 @@ auto with_getitem(L&& layer) {
     if constexpr (is_failed_model<D>) {
         return failed_model{};  // its error is already said
     } else if constexpr (!Model<D>) {
-        static_assert(sizeof(check::transfer_layer_argument<check::combinator<check::with_getitem_>,
-                                                            check::not_a_model<check::name_t<D>>>) > 0);
+        check::report<check::transfer_layer_argument<check::combinator<check::with_getitem_>,
+                                                     check::not_a_model<check::name_t<D>>>>();
         return failed_model{};
     } else if constexpr (!std::is_same_v<decltype(check::with_getitem_check_of<I, Tuple, D>()), check::ok>) {
-        static_assert(sizeof(decltype(check::with_getitem_check_of<I, Tuple, D>())) > 0);  // E045, E046
+        check::report<decltype(check::with_getitem_check_of<I, Tuple, D>())>();  // E045, E046
         return failed_model{};
     } else {
         return WithGetitem<I, Tuple, D>(std::forward<L>(layer));

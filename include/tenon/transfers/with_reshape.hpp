@@ -148,14 +148,13 @@ auto with_reshape(L&& layer) {
     if constexpr (is_failed_model<D>) {
         return failed_model{};  // its error is already said
     } else if constexpr (!Model<D>) {
-        static_assert(sizeof(check::transfer_layer_argument<check::combinator<check::with_reshape_>,
-                                                            check::not_a_model<check::name_t<D>>>) > 0);
+        check::report<check::transfer_layer_argument<check::combinator<check::with_reshape_>,
+                                                     check::not_a_model<check::name_t<D>>>>();
         return failed_model{};
     } else if constexpr (!std::is_same_v<typename D::In, Floats2d> || !std::is_same_v<typename D::Out, Floats2d>) {
-        static_assert(sizeof(check::with_reshape_layer<check::model<D>, check::expects_type<check::Floats2d>,
-                                                       check::given_type<check::maps<check::name_t<typename D::In>,
-                                                                                     check::name_t<typename D::Out>>>>) >
-                      0);
+        check::report<check::with_reshape_layer<check::model<D>, check::expects_type<check::Floats2d>,
+                                                check::given_type<check::maps<check::name_t<typename D::In>,
+                                                check::name_t<typename D::Out>>>>>();
         return failed_model{};
     } else {
         return WithReshape<D>(std::forward<L>(layer));

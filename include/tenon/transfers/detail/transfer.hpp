@@ -498,14 +498,13 @@ auto wrapper_failure() {
     if constexpr (is_failed_model<D>) {
         // a failed model's error is already said (model/failed_model.hpp)
     } else if constexpr (!Model<D>)
-        static_assert(sizeof(check::transfer_argument<Which, check::not_a_model<check::name_t<D>>>) > 0);
+        check::report<check::transfer_argument<Which, check::not_a_model<check::name_t<D>>>>();
     else if constexpr (!Sig<D>::layer_ok)
-        static_assert(sizeof(typename Sig<D>::layer_check) > 0);
+        check::report<typename Sig<D>::layer_check>();
     else if constexpr (std::is_same_v<Kind, no_kind>)
-        static_assert(sizeof(check::transfer_kind_missing<Which, typename Sig<D>::accepts>) > 0);
+        check::report<check::transfer_kind_missing<Which, typename Sig<D>::accepts>>();
     else
-        static_assert(
-            sizeof(check::transfer_kind<Which, check::given_type<check::name_t<Kind>>, typename Sig<D>::accepts>) > 0);
+        check::report<check::transfer_kind<Which, check::given_type<check::name_t<Kind>>, typename Sig<D>::accepts>>();
     return failed_model{};
 }
 }  // namespace detail::xfer
