@@ -313,6 +313,16 @@ SeqCall seq_call(const Stage& s, const Ctx& c) {
 }
 }  // namespace
 
+// The row order of a reverse stage: row t of each sequence is read from row len - 1 - t.
+static void reversed_rows(const Ctx& c, std::uint32_t* idx) {
+    std::size_t start = 0;
+    for (std::size_t b = 0; b < c.nseg; ++b) {
+        const auto len = static_cast<std::size_t>(c.lengths[b]);
+        for (std::size_t t = 0; t < len; ++t) idx[start + t] = static_cast<std::uint32_t>(start + len - 1 - t);
+        start += len;
+    }
+}
+
 // Every value these stages read or write in the workspace goes through the backend (a
 // device backend's workspace is its memory); what stays on the host is the call's lengths,
 // a table's keys (computed by the layer's own code from the ids) and the flags a stage keeps
@@ -387,6 +397,18 @@ void seq_forward(const Stage& s, const Ctx& c) {
             if (c.nseg) ops.segment_reduce(s.red, c.act(s.in), c.lengths, c.nseg, n, out, which);
             break;
         }
+        case Prim::reverse: {  // each sequence's rows in reverse order: a gather by row
+            auto* idx = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
+            if (ops.memory() == Memory::host) {
+                reversed_rows(c, idx);
+            } else {  // made on the host, then copied into the workspace (as a table's keys)
+                Array<std::uint32_t, dyn> host({rows}, uninitialized);
+                reversed_rows(c, host.data());
+                detail::copy_bytes(idx, ops.memory(), host.data(), Memory::host, rows * sizeof(std::uint32_t));
+            }
+            ops.gather_add_rows(c.act(s.in), n, idx, rows, 1, out);
+            break;
+        }
         case Prim::seq: {  // the layer's own code, its scratch here
             SeqCall sc = seq_call(s, c);
             std::uint64_t host[seq_host_words] = {};  // (predict: no backward reads them)
@@ -420,6 +442,13 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
                 const auto len = static_cast<std::int32_t>(rows);
                 ops.backprop_seq2col(d, &len, 1, s.window, s.nI, dx);
             }
+            break;
+        }
+        case Prim::reverse: {  // the same permutation: dX[idx[r]] = d[r]
+            float* dx = c.grad(s.in);
+            if (!dx) break;
+            if (s.dx_assign) ops.zero(dx, rows * n);
+            ops.scatter_add_rows(dx, n, reinterpret_cast<const std::uint32_t*>(c.buf(s.keys)), rows, 1, d, nullptr);
             break;
         }
         case Prim::concat: {
@@ -533,6 +562,9 @@ std::string describe_stages(const PlanData& p) {
                 break;
             case Prim::reduce:
                 line += s.name + " " + std::to_string(s.nO) + " (one row per sequence)";
+                break;
+            case Prim::reverse:
+                line += "reverse " + std::to_string(s.nO) + " (each sequence's rows)";
                 break;
             case Prim::seq:
                 line += s.name + " " + (p.bounds[s.in].ints ? std::string("ids") : std::to_string(s.nI)) + "->" +
@@ -657,6 +689,8 @@ void finalize(PlanData& p) {
             s.seq->scratch(s.layer, true, per_row, fixed);
             s.strain = p.add_buffer(tag + s.name + " scratch (training)", per_row, fixed, false, sp, si);
         }
+        if (s.prim == Prim::reverse)  // the row order, read by the backward pass too
+            s.keys = p.add_buffer(tag + "reverse: row order (uint32)", 1, 0, true, sp, si);
         if (s.prim == Prim::table) {
             s.iW = ParamAccess::param_index(*s.layer, "E");  // the table
             // The keys are needed by the forward pass too (predict); the mask only in training.

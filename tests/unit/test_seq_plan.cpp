@@ -372,13 +372,38 @@ TEST_CASE("sequence plan: an LSTM takes the static width before it (with_nI), in
     model.initialize();
     CHECK(model.layer<2>()[1].get_dim("nI") == 8);
     CHECK(model.predict(X)[0].shape(1) == 3);
-    // (bidirectional is not a plan stage yet: the model runs its layers, docs/lowering.md.)
-    auto [Y, backprop] = model.begin_update(X);
-    const List<Floats2d> dX = backprop(grads_like(Y, 39));
-    CHECK(dX[0].shape(1) == 5);
-    CHECK(!model.uses_plan());
-    Optimizer opt = Adam(0.01);
-    model.finish_update(opt);
+    const std::string d = describe_plan(model);
+    CHECK_THAT(d, Contains("reverse 8 (each sequence's rows)"));
+    CHECK_THAT(d, Contains("stage 10: concat 4+4->8"));
+    std::vector<List<Floats2d>> batches{X, floats_like(docs(3, 1, 9, 37), 5, 38)};
+    train_side_by_side(model, batches, 3);
+}
+
+TEST_CASE("sequence plan: bidirectional is l2r, and r2l between two reverse stages, then a concat",
+          "[seq_plan][lstm]") {
+    const List<Floats2d> X = floats_like(docs(6, 0, 9, 51), 5, 52);
+    std::vector<List<Floats2d>> batches{X, floats_like(docs(4, 1, 12, 53), 5, 54), floats_like(docs(1, 3, 3, 55), 5, 56)};
+    SECTION("two LSTMs of different widths, with weight dropout, between list2padded and padded2list") {
+        auto model = list2padded() >> bidirectional(LSTM<3, 5>({.dropout = 0.2}), LSTM<4, 5>()) >> padded2list() >>
+                     with_array<List<Floats2d>>(Softmax<2>());
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("reverse 5 (each sequence's rows)"));
+        CHECK_THAT(d, Contains("reverse 4 (each sequence's rows)"));
+        CHECK_THAT(d, Contains("concat 3+4->7"));
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("under with_padded, after a table and a Maxout mixer (a BiLSTM tagger written with bidirectional)") {
+        auto model = with_array<List<Ints2d>>(HashEmbed<8>(500, 0u, 0, 0.0)) >>
+                     with_array<List<Floats2d>>(Maxout<8, 8, 2>()) >>
+                     with_padded<List<Floats2d>>(bidirectional(LSTM<6>())) >>
+                     with_array<List<Floats2d>>(Softmax<3>());
+        const List<Ints2d> ids = docs(5, 0, 8, 57);
+        model.initialize(ids);
+        CHECK_THAT(describe_plan(model), Contains("concat 6+6->12"));
+        std::vector<List<Ints2d>> idb{ids, docs(3, 1, 6, 58)};
+        train_side_by_side(model, idb, 3);
+    }
 }
 
 TEST_CASE("sequence plan: ParametricAttention (v1, v2 with a key transform) is a stage and equals its layers",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tenon/combinators/detail/parallel.hpp"
+#include "tenon/lower/lowered_as.hpp"
 
 namespace tenon {
 
@@ -62,6 +63,8 @@ public:
     static constexpr extent_t static_nO = widths::static_nO<L>() != dyn && widths::static_nO<R>() != dyn
                                                  ? widths::static_nO<L>() + widths::static_nO<R>()
                                                  : dyn;
+    // lower(): l2r, and r2l between two reverse stages, then a concat stage (lower/lowered_as.hpp).
+    static constexpr lowering::BidirectionalBranches lowered_as{};
     template <extent_t W>
     using with_nI = Bidirectional<typename widths::rebind_nI<L, W>::type, typename widths::rebind_nI<R, W>::type>;
     template <extent_t W>

@@ -91,6 +91,9 @@ struct fully_fused {
             return all_fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().layers())>>::value;
         else if constexpr (lowered_as_a<L, CloneCopies>)
             return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>()[0])>>::value;
+        else if constexpr (lowered_as_a<L, BidirectionalBranches>)
+            return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().l2r())>>::value &&
+                   fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().r2l())>>::value;
         else return false;
     }();
 };
@@ -366,6 +369,34 @@ void add(Builder& B, L& layer, void* slot) {
         s.name = layer.name();
         s.parts = std::move(parts);
         s.space = B.p.bounds[s.out].space = space;
+    } else if constexpr (lowered_as_a<L, BidirectionalBranches>) {
+        // Z = [l2r(X), rev(r2l(rev(X)))], rev reversing each sequence's rows: the sequences'
+        // own rows (space 0), which is what a Padded is in the plan (its padding is never there).
+        if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
+            refuse(layer, "a bidirectional over other rows than the input's sequences");
+        auto* bp = static_cast<typename L::Backprop*>(slot);
+        const std::size_t b_in = B.cur, n = B.width();
+        B.pinned = true;
+        add<Seq>(B, layer.l2r(), bp ? static_cast<void*>(&bp->bl) : nullptr);
+        const std::size_t left = B.cur;
+        B.cur = b_in;
+        B.pinned = true;
+        Stage& r_in = B.open(Prim::reverse, n, n);
+        r_in.name = "reverse";
+        B.pinned = true;
+        add<Seq>(B, layer.r2l(), bp ? static_cast<void*>(&bp->br) : nullptr);
+        if (B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints || B.p.bounds[left].space != 0 ||
+            B.p.bounds[left].ints)
+            refuse(layer, "a direction that does not output floats over the sequences' rows");
+        B.pinned = true;
+        Stage& r_out = B.open(Prim::reverse, B.width(), B.width());
+        r_out.name = "reverse";
+        const std::size_t right = B.cur;
+        B.cur = left;
+        B.pinned = true;
+        Stage& s = B.open(Prim::concat, B.p.bounds[left].width, B.p.bounds[left].width + B.p.bounds[right].width);
+        s.name = layer.name();
+        s.parts = {left, right};
     } else if constexpr (lowered_as_a<L, CloneCopies>) {
         // Clone's Backprop keeps its copies' Backprops in a list made per call: a copy that
         // holds a layer stage (which needs a place there) makes the whole clone one layer stage.
@@ -383,7 +414,7 @@ void add(Builder& B, L& layer, void* slot) {
 }
 
 // Whether lower() accepts a model type: every layer it reaches outputs a Floats2d, or is one
-// the walk knows on sequences (the walk goes into chains, residual, concatenate, clone and
+// the walk knows on sequences (the walk goes into chains, residual, concatenate, clone, bidirectional and
 // with_array). A model accepted here may still be refused when the plan is made (tenon-E170:
 // a layer the walk cannot place); the engine then runs the layers.
 template <class L>
@@ -410,6 +441,9 @@ struct plannable {
             return all_plannable<std::remove_cvref_t<decltype(std::declval<L&>().layers())>>::value;
         else if constexpr (lowered_as_a<L, CloneCopies>)
             return plannable<std::remove_cvref_t<decltype(std::declval<L&>()[0])>>::value;
+        else if constexpr (lowered_as_a<L, BidirectionalBranches>)
+            return plannable<std::remove_cvref_t<decltype(std::declval<L&>().l2r())>>::value &&
+                   plannable<std::remove_cvref_t<decltype(std::declval<L&>().r2l())>>::value;
         else return std::is_same_v<typename L::Out, Floats2d>;
     }();
 };
@@ -529,6 +563,10 @@ struct placement {
             }
         } else if constexpr (lowered_as_a<L, ConcatBranches>) {
             return branches_at(s, static_cast<const std::remove_cvref_t<decltype(std::declval<L&>().layers())>*>(nullptr));
+        } else if constexpr (lowered_as_a<L, BidirectionalBranches>) {
+            const int l = placement_of<decltype(std::declval<L&>().l2r())>::at(s);
+            const int r = placement_of<decltype(std::declval<L&>().r2l())>::at(s);
+            return s == spot::rows && l == spot::rows && r == spot::rows ? spot::rows : spot::no;
         } else if constexpr (lowered_as_a<L, CloneCopies>) {
             using C = decltype(std::declval<L&>()[0]);
             if constexpr (fully_fused<std::remove_cvref_t<C>>::value) {
@@ -551,6 +589,9 @@ struct placement {
             return branches_spaces(static_cast<const std::remove_cvref_t<decltype(std::declval<L&>().layers())>*>(nullptr));
         } else if constexpr (lowered_as_a<L, CloneCopies>) {
             return placement_of<decltype(std::declval<L&>()[0])>::spaces;
+        } else if constexpr (lowered_as_a<L, BidirectionalBranches>) {
+            return placement_of<decltype(std::declval<L&>().l2r())>::spaces +
+                   placement_of<decltype(std::declval<L&>().r2l())>::spaces;
         } else if constexpr (lowered_as_a<L, ReduceStage>) {
             return 1;
         } else {

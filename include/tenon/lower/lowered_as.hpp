@@ -57,6 +57,10 @@ struct OnRows {};
 struct ConcatBranches {};
 // clone: the copies one after the other.
 struct CloneCopies {};
+// bidirectional: l2r on the sequences; r2l between two reverse stages (each sequence's rows
+// in reverse order, the padding of a Padded never being in the plan's rows); a concat stage
+// joins their columns.
+struct BidirectionalBranches {};
 // A reduction over a Ragged (reduce_mean, reduce_sum, reduce_max, reduce_first, reduce_last):
 // one row per sequence (the plan's "docs" space); the layer's `kind` (fn::segment_reduce_one)
 // says what it computes, its `nonempty` / `why_nonempty` when a sequence needs a row.

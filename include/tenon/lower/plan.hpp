@@ -43,7 +43,7 @@ inline constexpr std::size_t row_pass_split_work = 8192;
 // (a reduction over each sequence's rows: one row per sequence), seq (a layer over the
 // sequences' rows that runs its own code with its scratch in the workspace: LSTM,
 // ParametricAttention; lowered_as.hpp's SeqLayerStage).
-enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, concat, pad, unpad, reduce, seq };
+enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, concat, pad, unpad, reduce, seq, reverse };
 
 // The row spaces of a plan: each boundary's rows are those of one space. Space 0 is the
 // input's rows (a batch, or every sequence's rows back to back); a padded space is space 0's
