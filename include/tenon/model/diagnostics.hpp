@@ -126,12 +126,13 @@ struct ok {};
 template <class... Failure>
 inline constexpr bool always_false = false;
 
-// A factory (chain, residual, clone, a transfer, ...) says a failed check at the user's call
-// through report<Failure>() and returns a failed model: the check is instantiated from this
-// body, which compilers instantiate after the factory's own return type is deduced. Asserted
-// in the factory's body instead, the error makes clang++ drop the call (a deduction failure),
-// and every later call of it with the same types becomes a second error ("no matching
-// function", "invalid operands", a base class of decltype(...) gone).
+// A factory (chain, residual, clone, a transfer, ...) or a wrong-call overload says a failed
+// check at the user's call through report<Failure>() and returns a failed model. The check
+// fails inside this function's body (constexpr: instantiated at once, with the whole chain of
+// calls), not in the caller's, so the caller's deduced return type stays well-formed. Asserted
+// in the factory's own body, the error makes clang++ drop the call (a deduction failure), and
+// every later call of it with the same types becomes a second error ("no matching function",
+// "invalid operands", a base class of decltype(...) gone).
 template <class Failure>
 constexpr void report() {
     static_assert(sizeof(Failure) > 0);

@@ -280,7 +280,7 @@ public:
     template <class X, class Y>
         requires(!std::is_convertible_v<const X&, InView> || !std::is_convertible_v<const Y&, OutView>)
     auto& initialize(const X&, const Y&) {
-        check::report<check::initialize_sample< check::expects_type<check::name_t<In>>,
+        check::report<check::initialize_sample<check::expects_type<check::name_t<In>>,
                                                check::given_type<check::name_t<X>>,
                                                check::expects_type<check::name_t<Out>>,
                                                check::given_type<check::name_t<Y>>>>();
