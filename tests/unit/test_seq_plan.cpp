@@ -298,6 +298,50 @@ TEST_CASE("sequence plan: reductions give one row per sequence, and the head run
     }
 }
 
+TEST_CASE("sequence plan: list2array, with_list and with_ragged keep the rows where they are", "[seq_plan]") {
+    const List<Ints2d> ids = docs(8, 0, 12, 61);
+    const List<Floats2d> X = floats_like(ids, 6, 62);
+    SECTION("list2array ends a plan with every row of the sequences as one array") {
+        auto model = list2ragged() >> with_array<Ragged>(Maxout<8>({.nP = 2, .normalize = true})) >> ragged2list() >>
+                     list2array() >> residual(Relu<8>({.dropout = 0.2})) >> Softmax<4>();
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("softmax"));
+        CHECK_THAT(d, !Contains("layer "));  // nothing runs unfused
+        const Floats2d P = model.predict(X);
+        REQUIRE(model.uses_plan());
+        std::size_t rows = 0;
+        for (const auto& a : X) rows += a.shape(0);
+        CHECK(P.shape(0) == rows);
+        train_side_by_side(model, std::vector<List<Floats2d>>{X, floats_like(docs(3, 1, 5, 63), 6, 64)}, 4);
+        // A gradient of another number of rows is named as the output's shape.
+        auto [Y, bp] = model.begin_update(X);
+        REQUIRE(model.uses_plan());
+        CHECK_THROWS_WITH(bp(random_array(rows + 1, 4, 1)),
+                          Contains("tenon-E111") && Contains("one row per row of the sequences"));
+    }
+    SECTION("list2array over ids: a table, then the dense layers, on every word") {
+        auto model = list2array<Ints2d>() >> HashEmbed<12>(300, 5u, 1, 0.0) >> Maxout<10>({.nP = 3}) >> Softmax<5>();
+        model.initialize(ids);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("table hashembed"));
+        CHECK_THAT(d, !Contains("layer "));
+        train_side_by_side(model, std::vector<List<Ints2d>>{ids, docs(4, 0, 6, 65)}, 3);
+    }
+    SECTION("with_list over a ragged array, with_ragged over a list: the layers' stages on the same rows") {
+        auto model = list2ragged() >> with_list<Ragged>(with_array<List<Floats2d>>(Relu<7>(), 2)) >> ragged2list() >>
+                     with_ragged<List<Floats2d>>(with_array<Ragged>(expand_window<1>() >> Maxout<5>({.nP = 2})) >>
+                                                 ParametricAttention<5>()) >>
+                     with_array<List<Floats2d>>(Softmax<3>());
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("pad 6 (2 zero rows around each sequence)"));
+        CHECK_THAT(d, Contains("attention"));
+        CHECK_THAT(d, !Contains("layer "));
+        train_side_by_side(model, std::vector<List<Floats2d>>{X, floats_like(docs(5, 0, 9, 66), 6, 67)}, 4);
+    }
+}
+
 // ---- The layers added last: LSTM / BiLSTM (under with_padded, or between list2padded and
 // padded2list) and ParametricAttention (v1, and v2 with a key transform) are stages too.
 namespace {

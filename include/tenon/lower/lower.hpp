@@ -315,7 +315,9 @@ void add(Builder& B, L& layer, void* slot) {
             std::size_t pad = 0;
             if constexpr (L::plan_pads) pad = layer.pad();
             if (pad == 0) {
+                const std::size_t space = B.p.bounds[B.cur].space;
                 add<Seq>(B, layer.layer(), inner);
+                if (B.p.bounds[B.cur].space != space) refuse(layer, "its layer changed the rows");
             } else {
                 // The layer sees the rows with pad zero rows around each sequence: a padded space.
                 if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
@@ -414,8 +416,8 @@ void add(Builder& B, L& layer, void* slot) {
 }
 
 // Whether lower() accepts a model type: every layer it reaches outputs a Floats2d, or is one
-// the walk knows on sequences (the walk goes into chains, residual, concatenate, clone, bidirectional and
-// with_array). A model accepted here may still be refused when the plan is made (tenon-E170:
+// the walk knows on sequences (the walk goes into chains, residual, concatenate, clone,
+// bidirectional and the wrappers: with_array, with_list, with_ragged, with_padded). A model accepted here may still be refused when the plan is made (tenon-E170:
 // a layer the walk cannot place); the engine then runs the layers.
 template <class L>
 struct plannable;
@@ -617,7 +619,10 @@ struct plan_only {
                 // (a sequence plan over floats takes its input width from the model's nI: a
                 // value; over ids, the first stage's table gives every width)
                 if constexpr (!seq_type<In>::ints) return false;
-                else return placement<M>::at(spot::ids) == (seq_type<Out>::value ? spot::rows : spot::docs);
+                else {
+                    const int end = placement<M>::at(spot::ids);
+                    return end == spot::rows || (!seq_type<Out>::value && end == spot::docs);
+                }
             } else {
                 return placement<M>::at(spot::f_start) == spot::f_rows;
             }
@@ -799,10 +804,11 @@ private:
             throw Error("lower(): " + model.name() + " has no stage", "tenon-E170");
         if constexpr (seq) {
             const lowering::Boundary& last = p.bounds.back();
-            const bool rows_ok = seq_out ? last.space == 0 : p.spaces[last.space].docs;
+            // (A Floats2d out: one row per sequence after a reduction, or every row after list2array.)
+            const bool rows_ok = last.space == 0 || (!seq_out && p.spaces[last.space].docs);
             if (last.ints || !rows_ok || p.bounds.size() < 2)
                 throw Error(std::string("lower(): ") + model.name() + ": the output is not one row per " +
-                                (seq_out ? "input row" : "sequence"),
+                                (seq_out ? "input row" : "sequence or per input row"),
                             "tenon-E170");
             if (!p.bounds[0].ints && p.bounds[0].width == 0)
                 throw Error("lower(): " + model.name() + ": the input width is not known", "tenon-E170");
@@ -975,12 +981,22 @@ void no_rows_backprop(const M& model, typename M::InView X, const typename M::Ou
     nb.model = model.name();
 }
 
+// The data types whose layout of no rows empty_layout knows: an array, a List, a Ragged or a
+// Padded (a list of lists, with_flatten's, is none: its chain's layers take an empty batch).
+template <class T>
+concept has_empty_layout =
+    requires { typename T::array_type; } || requires { typename T::data_type; } || requires { T::rank; };
 template <class M>
 bool engine_empty_batch(const M& model, typename M::InView X, typename M::Out& Y,
                         EngineBackprop<typename M::In, typename M::OutView>& bp) {
-    if (!detail::empty_batch_output(model, X, Y)) return false;
-    no_rows_backprop<M>(model, X, Y, bp);
-    return true;
+    if constexpr (!has_empty_layout<typename M::In> || !has_empty_layout<typename M::Out>) {
+        (void)model, (void)X, (void)Y, (void)bp;
+        return false;
+    } else {
+        if (!detail::empty_batch_output(model, X, Y)) return false;
+        no_rows_backprop<M>(model, X, Y, bp);
+        return true;
+    }
 }
 [[noreturn]] void throw_plan_input(const std::string& model_name);
 

@@ -97,7 +97,8 @@ struct Runner {
     using InView = input_view_t<In>;
     using OutView = input_view_t<Out>;
     // A sequence plan: a List or Ragged of arrays (or of ids) in, a List or Ragged out (or a
-    // Floats2d of one row per sequence, after a reduction), the rows of every sequence back to
+    // Floats2d of one row per sequence, after a reduction, or of the sequences' rows, after
+    // list2array), the rows of every sequence back to
     // back in the workspace (docs/lowering.md, "Sequence models").
     static constexpr bool seq = seq_type<In>::value;
     static constexpr bool seq_out = seq_type<Out>::value;
@@ -126,7 +127,7 @@ private:
     static void seq_put_input(const PlanData& p, Ctx& c, const InView& X, Ints2d& ids, std::size_t cols);
     static Out seq_output(const PlanData& p, const Ctx& c, const Ints1d& lengths);
     static void seq_take_grad(const PlanData& p, const Ops& ops, const OutView& dY, const Ints1d& lengths,
-                              std::size_t nO, float* to);
+                              std::size_t out_rows, std::size_t nO, float* to);
     static In seq_input_grad(const PlanData& p, const Ctx& c, const Ints1d& lengths, std::size_t rows,
                              std::size_t cols);
     static void check_head(const PlanData& p, const Floats2d& h);
@@ -263,7 +264,7 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
         c.in_cols = st.in_cols;
         c.x0 = p.in_buf != npos ? c.buf(p.in_buf) : nullptr;
         float* dy = c.buf(p.dy_buf);
-        seq_take_grad(p, ops, dY, st.lengths, nO, dy);
+        seq_take_grad(p, ops, dY, st.lengths, c.srows[p.bounds.back().space], nO, dy);
         c.dy = dy;
         if (input_grad && p.dx_buf != npos) c.dx0 = c.buf(p.dx_buf);
     } else {
@@ -444,7 +445,7 @@ template <class In, class Out>
 Out Runner<In, Out>::seq_output(const PlanData& p, const Ctx& c, const Ints1d& lengths) {
     const std::size_t nO = p.bounds.back().width, rows = c.srows[p.bounds.back().space];
     const float* y = c.act(p.bounds.size() - 1);
-    if constexpr (!seq_out) {  // one row per sequence
+    if constexpr (!seq_out) {  // one row per sequence (a reduction's), or every row (list2array's)
         (void)lengths;
         Floats2d a({rows, nO}, uninitialized);
         copy_floats(*c.ops, a.data(), y, a.size());
@@ -470,7 +471,7 @@ Out Runner<In, Out>::seq_output(const PlanData& p, const Ctx& c, const Ints1d& l
 // sequences (tenon-E170, as the transfers word it) and width (tenon-E111).
 template <class In, class Out>
 void Runner<In, Out>::seq_take_grad(const PlanData& p, const Ops& ops, const OutView& dY, const Ints1d& lengths,
-                                    std::size_t nO, float* to) {
+                                    std::size_t out_rows, std::size_t nO, float* to) {
     // (The messages' strings are made only on an error: a backprop allocates nothing.)
     auto width = [&](std::size_t w) {
         if (w != nO)
@@ -479,12 +480,14 @@ void Runner<In, Out>::seq_take_grad(const PlanData& p, const Ops& ops, const Out
                              "tenon-E111");
     };
     if constexpr (!seq_out) {
+        // (One row per sequence after a reduction, or the sequences' rows after list2array.)
         (void)width;
-        if (dY.shape(0) != lengths.size() || dY.shape(1) != nO)
+        if (dY.shape(0) != out_rows || dY.shape(1) != nO)
             throw ShapeError("plan of " + p.model_name + ": backprop: expected a gradient of shape (" +
-                                 std::to_string(lengths.size()) + ", " + std::to_string(nO) +
-                                 "), one row per sequence like the output, but found (" +
-                                 std::to_string(dY.shape(0)) + ", " + std::to_string(dY.shape(1)) + ")",
+                                 std::to_string(out_rows) + ", " + std::to_string(nO) + "), one row per " +
+                                 (p.spaces[p.bounds.back().space].docs ? "sequence" : "row of the sequences") +
+                                 " like the output, but found (" + std::to_string(dY.shape(0)) + ", " +
+                                 std::to_string(dY.shape(1)) + ")",
                              "tenon-E111");
         copy_floats(ops, to, dY.data(), dY.size());
     } else if constexpr (seq_type<Out>::list) {

@@ -13,6 +13,9 @@ class List2Array : public detail::xfer::Transfer<List2Array<A>, List<A>, A> {
 
 public:
     List2Array() : Base("list2array") {}
+    // lower(): the same rows, no stage (the plan's rows are the sequences' back to back); a
+    // plan that ends here gives them as one array.
+    static constexpr lowering::SameRows lowered_as{};
 
     struct Backprop {
         Ints1d lengths;

@@ -99,6 +99,12 @@ public:
         detail::xfer::take_child_dims(*this, this->layer_);  // the layer's widths (options), for the models around this one
     }
 
+    // lower(): over a list or a ragged array, the layer's stages on the sequences' rows (a
+    // list and a ragged array are the same rows in the plan); a Padded input keeps the layers.
+    static constexpr lowering::OnRows lowered_as{};
+    static constexpr bool plan_rows = mode == detail::xfer::list_mode::direct || mode == detail::xfer::list_mode::ragged;
+    static constexpr bool plan_pads = false;
+
     struct Backprop {
         typename L::Backprop inner;
         const WithList* model = nullptr;

@@ -98,6 +98,12 @@ public:
         detail::xfer::take_child_dims(*this, this->layer_);  // the layer's widths (options), for the models around this one
     }
 
+    // lower(): over a ragged array or a list, the layer's stages on the sequences' rows; a
+    // Padded input keeps the layers.
+    static constexpr lowering::OnRows lowered_as{};
+    static constexpr bool plan_rows = mode == detail::xfer::ragged_mode::direct || mode == detail::xfer::ragged_mode::list;
+    static constexpr bool plan_pads = false;
+
     struct Backprop {
         typename L::Backprop inner;
         const WithRagged* model = nullptr;
