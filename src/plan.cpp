@@ -365,12 +365,12 @@ void seq_forward(const Stage& s, const Ctx& c) {
             }
             break;
         }
-        case Prim::concat: {
+        case Prim::concat: {  // (add's: every part into the same columns, summed in order)
             std::size_t c0 = 0;
-            for (std::size_t b : s.parts) {
-                const std::size_t w = c.p->bounds[b].width;
-                ops.copy_rows(c.act(b), w, out + c0, n, rows, w, false);
-                c0 += w;
+            for (std::size_t k = 0; k < s.parts.size(); ++k) {
+                const std::size_t b = s.parts[k], w = c.p->bounds[b].width;
+                ops.copy_rows(c.act(b), w, out + c0, n, rows, w, s.sum && k > 0);
+                if (!s.sum) c0 += w;
             }
             break;
         }
@@ -456,7 +456,7 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
             for (std::size_t k = 0; k < s.parts.size(); ++k) {
                 const std::size_t b = s.parts[k], w = c.p->bounds[b].width;
                 if (float* g = c.grad(b)) ops.copy_rows(d + c0, n, g, w, rows, w, !s.part_assign[k]);
-                c0 += w;
+                if (!s.sum) c0 += w;
             }
             break;
         }
@@ -547,7 +547,7 @@ std::string describe_stages(const PlanData& p) {
                         std::to_string(s.window) + " each side" + (s.window_segments ? ", per sequence" : "") + ")";
                 break;
             case Prim::concat: {
-                line += "concat";
+                line += s.sum ? "add" : "concat";
                 for (std::size_t k = 0; k < s.parts.size(); ++k)
                     line += (k ? "+" : " ") + std::to_string(p.bounds[s.parts[k]].width);
                 line += "->" + std::to_string(s.nO);
@@ -801,7 +801,7 @@ bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
         const Stage &s = a.stages[i], &t = b.stages[i];
         bool same = s.prim == t.prim && s.layer == t.layer && s.in == t.in && s.out == t.out && s.nI == t.nI &&
                     s.nO == t.nO && s.nP == t.nP && s.ops.size() == t.ops.size() && s.parts == t.parts &&
-                    s.window == t.window && s.space == t.space && s.per == t.per;
+                    s.window == t.window && s.space == t.space && s.per == t.per && s.sum == t.sum;
         // A seq stage's scratch follows the layer's other dims (an LSTM's depth): the same sizes too.
         if (same && s.prim == Prim::seq)
             for (const auto& [x, y] : {std::pair{s.sscratch, t.sscratch}, std::pair{s.strain, t.strain}})

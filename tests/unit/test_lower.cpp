@@ -312,6 +312,22 @@ TEST_CASE("lower: layers it does not fuse become layer stages; concatenate's bra
         CHECK(contains(d, "stage 2: gemm 17->17 | bias, relu, layernorm"));
         CHECK(contains(d, "stage 3: gemm 17->17 | bias, relu, layernorm"));
     }
+    SECTION("add: the branches' stages, then one stage that sums them (noop's branch reads the boundary)") {
+        const Floats2d X = random_array(11, 8, 8);
+        auto m = Relu<8>() >> add(Relu<8>({.dropout = 0.2}), noop(), Maxout<8>({.nP = 2}) >> LayerNorm<>()) >>
+                 Dropout(0.2) >> Softmax<3>();
+        m.initialize(X);
+        const std::string d = check_plan(m, X, 35);
+        INFO(d);
+        CHECK(contains(d, "stage 3: add 8+8+8->8 | dropout(0.2)   [x2,x1,x3 -> x4]"));
+        CHECK(!contains(d, "layer "));
+        // a + b, first, in a residual: the sum and the skip's add in one stage
+        auto r = residual(Relu<8>() + Gelu<8>()) >> Softmax<3>();
+        r.initialize(X);
+        const std::string e = check_plan(r, X, 36);
+        INFO(e);
+        CHECK(contains(e, "stage 2: add 8+8->8 | residual add (x0)   [x1,x2 -> x3]"));
+    }
     SECTION("a concatenate first, in a residual") {
         const Floats2d X = random_array(11, 12, 6);
         auto m = residual(Relu<8>() | Linear<4>()) >> Softmax<3>();

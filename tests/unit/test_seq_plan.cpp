@@ -117,7 +117,9 @@ void train_side_by_side(M& a, const std::vector<X>& batches, int steps, double t
             Yb = std::move(y);
         }
         CHECK(max_diff(Ya, Yb) <= tol);
-        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, List<Floats2d>>) CHECK(max_diff(dXa, dXb) <= tol);
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, List<Floats2d>> ||
+                      std::is_same_v<std::remove_cvref_t<decltype(dXa)>, Floats2d>)
+            CHECK(max_diff(dXa, dXb) <= tol);
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, Ragged>)
             CHECK(max_diff(dXa.data(), dXb.data()) <= tol);
         CHECK(max_diff(testing::all_grads(a), testing::all_grads(b)) <= 5 * tol);
@@ -340,6 +342,60 @@ TEST_CASE("sequence plan: list2array, with_list and with_ragged keep the rows wh
         CHECK_THAT(d, !Contains("layer "));
         train_side_by_side(model, std::vector<List<Floats2d>>{X, floats_like(docs(5, 0, 9, 66), 6, 67)}, 4);
     }
+}
+
+TEST_CASE("sequence plan: add sums its branches' stages over the sequences' rows", "[seq_plan]") {
+    const List<Ints2d> ids = docs(7, 0, 10, 71);
+    const List<Floats2d> X = floats_like(ids, 6, 72);
+    // Over a Ragged: a window per sequence beside a dense branch; over the rows inside with_array.
+    auto model = list2ragged() >> with_array<Ragged>(Relu<8>()) >>
+                 add(expand_window<1, Ragged>() >> with_array<Ragged>(Maxout<8>({.nP = 2, .dropout = 0.1})),
+                     with_array<Ragged>(Relu<8>({.normalize = true}))) >>
+                 with_array<Ragged>(add(Gelu<8>(), noop(), Linear<8>()) >> Softmax<4>()) >> ragged2list();
+    model.initialize(X);
+    const std::string d = describe_plan(model);
+    CHECK_THAT(d, Contains("window 8->24 (1 each side, per sequence)"));
+    CHECK_THAT(d, Contains("add 8+8->8"));
+    CHECK_THAT(d, Contains("add 8+8+8->8"));
+    CHECK_THAT(d, !Contains("layer "));
+    train_side_by_side(model, std::vector<List<Floats2d>>{X, floats_like(docs(4, 1, 6, 73), 6, 74)}, 4);
+    // Over ids: two tables summed (a HashEmbed and an Embed of the same width), then a tagger head.
+    auto tagger = list2ragged<Ints2d>() >>
+                  with_array<BasicRagged<Ints2d>>(add(HashEmbed<10>(300, 4u, 0, 0.0), Embed<10>(3000, 1))) >>
+                  with_array<Ragged>(Softmax<5>()) >> ragged2list();
+    tagger.initialize(ids);
+    CHECK_THAT(describe_plan(tagger), Contains("add 10+10->10"));
+    train_side_by_side(tagger, std::vector<List<Ints2d>>{ids, docs(3, 0, 8, 75)}, 3);
+}
+
+TEST_CASE("sequence plan: uniqued over a table is the table on every row", "[seq_plan]") {
+    // Zipf-like ids: many repeated keys, so uniqued's copies matter.
+    List<Ints2d> ids = docs(9, 0, 14, 81);
+    for (auto& d : ids)
+        for (std::size_t i = 0; i < d.size(); ++i) d.data()[i] %= 13;
+    auto make = [](std::size_t key_column) {
+        return list2ragged<Ints2d>() >>
+               with_array<BasicRagged<Ints2d>>(concatenate(uniqued(HashEmbed<8>(200, 3u, 1, 0.2), key_column),
+                                                           uniqued(Embed<6>(3000, 2), 2))) >>
+               with_array<Ragged>(Softmax<4>()) >> ragged2list();
+    };
+    auto model = make(1);
+    model.initialize(ids);
+    const std::string d = describe_plan(model);
+    CHECK_THAT(d, Contains("table hashembed (4 rows per id)->8"));
+    CHECK_THAT(d, Contains("table embed (1 row per id)->6"));
+    CHECK_THAT(d, !Contains("layer "));
+    train_side_by_side(model, std::vector<List<Ints2d>>{ids, docs(3, 0, 6, 82)}, 4);
+    // Keyed by another column than the table reads: uniqued's copies differ, the layers run.
+    auto other = make(0);
+    other.initialize(ids);
+    CHECK_THROWS_WITH(describe_plan(other), Contains("tenon-E170") && Contains("a key column other than its table's"));
+    const List<Floats2d> P = other.predict(ids);
+    CHECK_FALSE(other.uses_plan());
+    CHECK(max_diff(P, unfused(other).predict(ids)) == 0.0);
+    auto [Y, bp] = other.begin_update(ids);  // training too: the layers' path is there
+    CHECK_FALSE(other.uses_plan());
+    bp(grads_like(Y, 83));
 }
 
 // ---- The layers added last: LSTM / BiLSTM (under with_padded, or between list2padded and

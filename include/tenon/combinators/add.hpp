@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tenon/combinators/detail/parallel.hpp"
+#include "tenon/lower/lowered_as.hpp"
 
 namespace tenon {
 
@@ -114,6 +115,10 @@ public:
             if (nO != dyn) this->set_dim("nO", nO, true);
         }
     }
+    // lower(): every layer's stages from the same boundary, then a stage that sums their
+    // outputs in the layers' order (as forward_impl below: the same bits).
+    static constexpr lowering::ConcatBranches lowered_as{.sum = true};
+
     // From an Add whose layers convert to these (a dyn nI made static).
     template <class... Us>
         requires(!std::is_same_v<Add<Us...>, Add>)

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/diagnostics.hpp"
 #include "tenon/model/layer.hpp"
 #include "tenon/model/widths.hpp"
@@ -72,6 +73,21 @@ public:
 
     L& layer() noexcept { return layer_; }
     const L& layer() const noexcept { return layer_; }
+
+    // lower(): over a sequence plan's ids, the table itself on every row. A table's row
+    // depends on its own column only, so where uniqued keys the rows by that column the copies
+    // are what the table gives each row (the rows' gradients are summed by the table's
+    // scatter-add instead of before it: the same sums in another order). Any other layer, or
+    // another key column, keeps the layers (plan_refusal).
+    static constexpr lowering::OnRows lowered_as{};
+    static constexpr bool plan_rows =
+        requires { requires std::is_same_v<std::remove_cv_t<decltype(L::lowered_as)>, lowering::TableStage>; };
+    static constexpr bool plan_pads = false;
+    const char* plan_refusal() const {
+        if constexpr (requires { layer_.column(); })
+            if (layer_.column() == column()) return nullptr;
+        return "a key column other than its table's";
+    }
     std::size_t column() const { return static_cast<std::size_t>(this->template attr_as<std::int64_t>("column")); }
     void for_each_child(const std::function<void(Node&)>& f) override { f(layer_); }
 

@@ -311,6 +311,9 @@ void add(Builder& B, L& layer, void* slot) {
         if constexpr (!L::plan_rows) {
             refuse(layer, "a Padded input (the plan takes lists and ragged arrays)");
         } else {
+            // (A wrapper whose layer runs in the plan only when its values allow: uniqued's.)
+            if constexpr (requires { layer.plan_refusal(); })
+                if (const char* why = layer.plan_refusal()) refuse(layer, why);
             void* inner = slot ? &static_cast<typename L::Backprop*>(slot)->inner : nullptr;
             std::size_t pad = 0;
             if constexpr (L::plan_pads) pad = layer.pad();
@@ -359,15 +362,18 @@ void add(Builder& B, L& layer, void* slot) {
             (branch(std::get<I>(kids), bp ? static_cast<void*>(&std::get<I>(bp->bps)) : nullptr), ...);
         }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(kids)>>>{});
         // (The branches' rows may be other than the input's: reductions give one per sequence.)
+        constexpr bool sum = L::lowered_as.sum;  // add(): their sum, else their columns side by side
         std::size_t w = 0;
-        const std::size_t space = B.p.bounds[parts[0]].space;
+        const std::size_t space = B.p.bounds[parts[0]].space, w0 = B.p.bounds[parts[0]].width;
         for (std::size_t b : parts) {
             if (B.p.bounds[b].ints || B.p.bounds[b].space != space)
                 refuse(layer, "a branch that does not output floats over the same rows");
+            if (sum && B.p.bounds[b].width != w0) refuse(layer, "branches of different widths");
             w += B.p.bounds[b].width;
         }
         B.cur = parts[0];
-        Stage& s = B.open(Prim::concat, B.p.bounds[parts[0]].width, w);
+        Stage& s = B.open(Prim::concat, w0, sum ? w0 : w);
+        s.sum = sum;
         s.name = layer.name();
         s.parts = std::move(parts);
         s.space = B.p.bounds[s.out].space = space;
@@ -417,7 +423,8 @@ void add(Builder& B, L& layer, void* slot) {
 
 // Whether lower() accepts a model type: every layer it reaches outputs a Floats2d, or is one
 // the walk knows on sequences (the walk goes into chains, residual, concatenate, clone,
-// bidirectional and the wrappers: with_array, with_list, with_ragged, with_padded). A model accepted here may still be refused when the plan is made (tenon-E170:
+// add, bidirectional, uniqued and the wrappers: with_array, with_list, with_ragged,
+// with_padded). A model accepted here may still be refused when the plan is made (tenon-E170:
 // a layer the walk cannot place); the engine then runs the layers.
 template <class L>
 struct plannable;
@@ -554,8 +561,8 @@ struct placement {
             else if constexpr (reads_ids<L>()) return std::is_same_v<In, Ints2d> && s == spot::ids ? spot::rows : spot::no;
             else return s == spot::rows ? spot::rows : spot::no;
         } else if constexpr (lowered_as_a<L, OnRows>) {
-            if constexpr (!L::plan_rows) {
-                return spot::no;
+            if constexpr (!L::plan_rows || requires(const L& l) { l.plan_refusal(); }) {
+                return spot::no;  // (a plan_refusal depends on values)
             } else {
                 using I = placement_of<decltype(std::declval<L&>().layer())>;
                 const int r = I::at(s);

@@ -53,8 +53,11 @@ struct SameRows {};
 // with_array: its layer runs on the rows (with pad: on the rows with pad zero rows around
 // each sequence, a padded space), its plan_rows says whether the kind of input allows it.
 struct OnRows {};
-// concatenate: every branch reads the same boundary, a concat stage joins their columns.
-struct ConcatBranches {};
+// concatenate: every branch reads the same boundary, a concat stage joins their columns;
+// add (sum): the same branches, the concat stage sums them (equal widths) instead.
+struct ConcatBranches {
+    bool sum = false;
+};
 // clone: the copies one after the other.
 struct CloneCopies {};
 // bidirectional: l2r on the sequences; r2l between two reverse stages (each sequence's rows

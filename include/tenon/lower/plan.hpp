@@ -111,6 +111,7 @@ struct Stage {
     bool window_segments = false;      // window: within each sequence (expand_window<Ragged>), else all rows
     std::vector<std::size_t> parts;    // concat: the boundaries whose columns it joins
     std::vector<char> part_assign;     // concat: first write of each part's gradient
+    bool sum = false;                  // concat: the parts summed (add), not side by side
     Reduce red = Reduce::sum;          // reduce: what (fn::segment_reduce_one); `which` holds max's rows
     const char* why = nullptr;         // reduce: why a sequence needs a row (first, last, max), else null
     std::size_t rscratch = npos;       // reduce: the input's gradient when another stage wrote it first
