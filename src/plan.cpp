@@ -311,10 +311,9 @@ SeqCall seq_call(const Stage& s, const Ctx& c) {
     sc.host = c.host ? c.host + static_cast<std::size_t>(&s - c.p->stages.data()) * seq_host_words : nullptr;
     return sc;
 }
-}  // namespace
 
 // The row order of a reverse stage: row t of each sequence is read from row len - 1 - t.
-static void reversed_rows(const Ctx& c, std::uint32_t* idx) {
+void reversed_rows(const Ctx& c, std::uint32_t* idx) {
     std::size_t start = 0;
     for (std::size_t b = 0; b < c.nseg; ++b) {
         const auto len = static_cast<std::size_t>(c.lengths[b]);
@@ -322,6 +321,7 @@ static void reversed_rows(const Ctx& c, std::uint32_t* idx) {
         start += len;
     }
 }
+}  // namespace
 
 // Every value these stages read or write in the workspace goes through the backend (a
 // device backend's workspace is its memory); what stays on the host is the call's lengths,
@@ -399,9 +399,12 @@ void seq_forward(const Stage& s, const Ctx& c) {
         }
         case Prim::reverse: {  // each sequence's rows in reverse order: a gather by row
             auto* idx = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
-            if (ops.memory() == Memory::host) {
+            // (The plan's reverse stages share one row order: the first stage makes it.)
+            bool made = false;
+            for (const Stage* t = c.p->stages.data(); t != &s && !made; ++t) made = t->prim == Prim::reverse;
+            if (!made && ops.memory() == Memory::host) {
                 reversed_rows(c, idx);
-            } else {  // made on the host, then copied into the workspace (as a table's keys)
+            } else if (!made) {  // made on the host, then copied into the workspace (as a table's keys)
                 Array<std::uint32_t, dyn> host({rows}, uninitialized);
                 reversed_rows(c, host.data());
                 detail::copy_bytes(idx, ops.memory(), host.data(), Memory::host, rows * sizeof(std::uint32_t));
@@ -644,7 +647,7 @@ void note_workspace_error(Error& e, const PlanData& p, std::size_t rows, bool tr
 void finalize(PlanData& p) {
     const std::size_t last = p.bounds.size() - 1;
     auto need_out = [&](const Stage& s) { p.bounds[s.out].read_back = true; };
-    std::size_t dz = 0, zs = 0, tmp = 0;
+    std::size_t dz = 0, zs = 0, tmp = 0, reverse_keys = npos;
     for (std::size_t si = 0; si < p.stages.size(); ++si) {
         Stage& s = p.stages[si];
         const std::string tag = "stage " + std::to_string(si) + " ";
@@ -689,8 +692,11 @@ void finalize(PlanData& p) {
             s.seq->scratch(s.layer, true, per_row, fixed);
             s.strain = p.add_buffer(tag + s.name + " scratch (training)", per_row, fixed, false, sp, si);
         }
-        if (s.prim == Prim::reverse)  // the row order, read by the backward pass too
-            s.keys = p.add_buffer(tag + "reverse: row order (uint32)", 1, 0, true, sp, si);
+        if (s.prim == Prim::reverse) {  // the row order, read by the backward pass too
+            // Every reverse stage reverses the input's sequences: one order, made by the first.
+            if (reverse_keys == npos) reverse_keys = p.add_buffer(tag + "reverse: row order (uint32)", 1, 0, true, sp, si);
+            s.keys = reverse_keys;
+        }
         if (s.prim == Prim::table) {
             s.iW = ParamAccess::param_index(*s.layer, "E");  // the table
             // The keys are needed by the forward pass too (predict); the mask only in training.
