@@ -19,6 +19,7 @@
 #include "tenon/layers/lstm.hpp"
 #include "tenon/random.hpp"
 #include "tenon/types/device_memory.hpp"
+#include "tenon/types/sequences.hpp"
 
 namespace tenon::detail {
 
@@ -477,11 +478,9 @@ StepsV layout_rows(HostRows& L, const lowering::SeqCall& c) {
     }
     L.start[nb] = at;
     auto len = [&](std::size_t k) { return L.start[k + 1] - L.start[k]; };
-    for (std::size_t k = 0; k < nb; ++k) L.order[k] = k;
-    std::sort(L.order.begin(), L.order.begin() + static_cast<std::ptrdiff_t>(nb), [&](std::size_t a, std::size_t b) {
-        const std::size_t la = len(a), lb = len(b);
-        return la != lb ? la > lb : a > b;  // (k grows with the sequence's index)
-    });
+    // to_padded's order (k grows with the sequence's index); L.size holds the lengths meanwhile
+    for (std::size_t k = 0; k < nb; ++k) L.size[k] = len(k);
+    detail::padded_order(L.size.data(), nb, L.order.data());
     const std::size_t T = nb ? len(L.order[0]) : 0;
     for (std::size_t j = 0; j < nb; ++j)
         for (std::size_t t = 0, n = len(L.order[j]); t < n; ++t) L.size[t] = j + 1;

@@ -7,6 +7,7 @@
 #include "tenon/lower/engine.hpp"
 
 #include "tenon/layers/detail/embed_ids.hpp"
+#include "tenon/types/sequences.hpp"
 
 #include <cstdlib>
 #include <algorithm>
@@ -292,6 +293,83 @@ void padded_runs(const Ctx& c, std::size_t pad, F&& f, G&& pads) {
 }  // namespace
 
 namespace {
+// The steps space (a Padded's (T, B) rows): the column of each sequence (to_padded's order:
+// longer first, for equal lengths the later sequence first), into host memory from the
+// thread's block cache; f(sequence's first row, its rows, column, B) for each sequence.
+template <class F>
+void step_columns(const Ctx& c, F&& f) {
+    Array<std::uint32_t, dyn> order({c.nseg}, uninitialized);
+    std::uint32_t* o = order.data();
+    detail::padded_order(c.lengths, c.nseg, o);
+    Array<std::size_t, dyn> start({c.nseg}, uninitialized);
+    std::size_t u = 0;
+    for (std::size_t i = 0; i < c.nseg; ++i) {
+        start[i] = u;
+        u += static_cast<std::size_t>(c.lengths[i]);
+    }
+    for (std::size_t b = 0; b < c.nseg; ++b)
+        f(start[o[b]], static_cast<std::size_t>(c.lengths[o[b]]), b, c.nseg);
+}
+
+}  // namespace
+
+void steps_to_rows(const Ctx& c, const float* steps, std::size_t n, float* rows, bool add) {
+    step_columns(c, [&](std::size_t u, std::size_t k, std::size_t b, std::size_t B) {
+        c.ops->copy_rows(steps + b * n, B * n, rows + u * n, n, k, n, add);
+    });
+}
+
+void rows_to_steps(const Ctx& c, const float* rows, std::size_t n, float* steps, bool add) {
+    if (!add) {
+        std::size_t longest = 0;
+        for (std::size_t i = 0; i < c.nseg; ++i) longest = std::max(longest, static_cast<std::size_t>(c.lengths[i]));
+        c.ops->zero(steps, longest * c.nseg * n);
+    }
+    step_columns(c, [&](std::size_t u, std::size_t k, std::size_t b, std::size_t B) {
+        c.ops->copy_rows(rows + u * n, n, steps + b * n, B * n, k, n, add);
+    });
+}
+
+void padded_layout(const std::int32_t* lengths, std::size_t nseg, Ints1d& size_at_t, Ints1d& sorted,
+                   Ints1d& indices) {
+    // (to_padded's order; from the block cache: no allocation after warm-up)
+    Array<std::uint32_t, dyn> order({nseg}, uninitialized);
+    detail::padded_order(lengths, nseg, order.data());
+    const std::size_t T = nseg ? static_cast<std::size_t>(lengths[order[0]]) : 0;
+    size_at_t = Ints1d({T}, uninitialized);
+    sorted = Ints1d({nseg}, uninitialized);
+    indices = Ints1d({nseg}, uninitialized);
+    for (std::size_t b = 0; b < nseg; ++b) {
+        sorted[b] = lengths[order[b]];
+        indices[b] = static_cast<std::int32_t>(order[b]);
+    }
+    std::size_t live = nseg;
+    for (std::size_t t = 0; t < T; ++t) {
+        while (live > 0 && static_cast<std::size_t>(sorted[live - 1]) <= t) --live;
+        size_at_t[t] = static_cast<std::int32_t>(live);
+    }
+}
+
+const char* padded_off_plan(const PlanData& p, const Padded& X) {
+    const std::size_t B = X.size(), T = X.steps();
+    const auto& L = X.lengths();
+    const auto& I = X.indices();
+    if (T != (B ? static_cast<std::size_t>(L[0]) : 0)) return "steps past the longest sequence";
+    for (std::size_t b = 1; b < B; ++b)
+        if (L[b] == L[b - 1] && I[b] > I[b - 1])
+            return "sequences of equal length in another order than to_padded's (the later one first)";
+    (void)p;
+    return nullptr;
+}
+
+void check_padded_input(const PlanData& p, const Padded& X) {
+    if (const char* why = padded_off_plan(p, X))
+        throw ShapeError("plan of " + p.model_name + ": takes a Padded as to_padded makes it, but this one has " +
+                             why + " (the model's own predict / begin_update take it)",
+                         "tenon-E101");
+}
+
+namespace {
 SeqCall seq_call(const Stage& s, const Ctx& c) {
     SeqCall sc;
     sc.ops = c.ops;
@@ -312,8 +390,16 @@ SeqCall seq_call(const Stage& s, const Ctx& c) {
     return sc;
 }
 
-// The row order of a reverse stage: row t of each sequence is read from row len - 1 - t.
-void reversed_rows(const Ctx& c, std::uint32_t* idx) {
+// The row order of a reverse stage: row t of each sequence is read from row len - 1 - t (on
+// the steps space: step t of a column from step len - 1 - t, its padding rows from themselves).
+void reversed_rows(const Ctx& c, bool steps, std::size_t rows, std::uint32_t* idx) {
+    if (steps) {
+        for (std::size_t r = 0; r < rows; ++r) idx[r] = static_cast<std::uint32_t>(r);
+        step_columns(c, [&](std::size_t, std::size_t len, std::size_t b, std::size_t B) {
+            for (std::size_t t = 0; t < len; ++t) idx[t * B + b] = static_cast<std::uint32_t>((len - 1 - t) * B + b);
+        });
+        return;
+    }
     std::size_t start = 0;
     for (std::size_t b = 0; b < c.nseg; ++b) {
         const auto len = static_cast<std::size_t>(c.lengths[b]);
@@ -376,6 +462,10 @@ void seq_forward(const Stage& s, const Ctx& c) {
         }
         case Prim::pad: {
             const float* x = c.act(s.in);
+            if (c.p->spaces[s.space].steps) {
+                rows_to_steps(c, x, n, out, false);
+                break;
+            }
             const std::size_t pad = c.p->spaces[s.space].pad;
             padded_runs(
                 c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { ops.copy_rows(x + u * n, n, out + q * n, n, k, n, false); },
@@ -384,6 +474,10 @@ void seq_forward(const Stage& s, const Ctx& c) {
         }
         case Prim::unpad: {
             const float* x = c.act(s.in);
+            if (c.p->spaces[c.p->bounds[s.in].space].steps) {
+                steps_to_rows(c, x, n, out, false);
+                break;
+            }
             const std::size_t pad = c.p->spaces[c.p->bounds[s.in].space].pad;
             padded_runs(
                 c, pad, [&](std::size_t u, std::size_t q, std::size_t k) { ops.copy_rows(x + q * n, n, out + u * n, n, k, n, false); },
@@ -399,14 +493,16 @@ void seq_forward(const Stage& s, const Ctx& c) {
         }
         case Prim::reverse: {  // each sequence's rows in reverse order: a gather by row
             auto* idx = reinterpret_cast<std::uint32_t*>(c.buf(s.keys));
-            // (The plan's reverse stages share one row order: the first stage makes it.)
+            // (The plan's reverse stages on a space share one row order: the first stage makes it.)
+            const bool steps = c.p->spaces[s.space].steps;
             bool made = false;
-            for (const Stage* t = c.p->stages.data(); t != &s && !made; ++t) made = t->prim == Prim::reverse;
+            for (const Stage* t = c.p->stages.data(); t != &s && !made; ++t)
+                made = t->prim == Prim::reverse && t->space == s.space;
             if (!made && ops.memory() == Memory::host) {
-                reversed_rows(c, idx);
+                reversed_rows(c, steps, rows, idx);
             } else if (!made) {  // made on the host, then copied into the workspace (as a table's keys)
                 Array<std::uint32_t, dyn> host({rows}, uninitialized);
-                reversed_rows(c, host.data());
+                reversed_rows(c, steps, rows, host.data());
                 detail::copy_bytes(idx, ops.memory(), host.data(), Memory::host, rows * sizeof(std::uint32_t));
             }
             ops.gather_add_rows(c.act(s.in), n, idx, rows, 1, out);
@@ -466,6 +562,10 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
         case Prim::pad: {  // d: padded rows; the input's gradient: the sequences' rows
             float* dx = c.grad(s.in);
             if (!dx) break;
+            if (c.p->spaces[s.space].steps) {  // (the padding rows' gradient goes nowhere: they are constants)
+                steps_to_rows(c, d, n, dx, !s.dx_assign);
+                break;
+            }
             const std::size_t pad = c.p->spaces[s.space].pad;
             padded_runs(
                 c, pad,
@@ -476,6 +576,10 @@ void seq_backward(const Stage& s, const Ctx& c, const float* d) {
         case Prim::unpad: {  // d: the sequences' rows; the input's gradient: padded rows (0 at the pads)
             float* dx = c.grad(s.in);
             if (!dx) break;
+            if (c.p->spaces[c.p->bounds[s.in].space].steps) {
+                rows_to_steps(c, d, n, dx, !s.dx_assign);
+                break;
+            }
             const std::size_t pad = c.p->spaces[c.p->bounds[s.in].space].pad;
             padded_runs(
                 c, pad,
@@ -557,8 +661,11 @@ std::string describe_stages(const PlanData& p) {
                 break;
             }
             case Prim::pad:
-                line += "pad " + std::to_string(s.nO) + " (" + std::to_string(p.spaces[s.space].pad) +
-                        " zero rows around each sequence)";
+                if (p.spaces[s.space].steps)
+                    line += "pad " + std::to_string(s.nO) + " (a Padded's steps x sequences rows)";
+                else
+                    line += "pad " + std::to_string(s.nO) + " (" + std::to_string(p.spaces[s.space].pad) +
+                            " zero rows around each sequence)";
                 break;
             case Prim::unpad:
                 line += "unpad " + std::to_string(s.nO);
@@ -647,7 +754,8 @@ void note_workspace_error(Error& e, const PlanData& p, std::size_t rows, bool tr
 void finalize(PlanData& p) {
     const std::size_t last = p.bounds.size() - 1;
     auto need_out = [&](const Stage& s) { p.bounds[s.out].read_back = true; };
-    std::size_t dz = 0, zs = 0, tmp = 0, reverse_keys = npos;
+    std::size_t dz = 0, zs = 0, tmp = 0, reverse_keys[max_spaces];
+    std::fill(reverse_keys, reverse_keys + max_spaces, npos);
     for (std::size_t si = 0; si < p.stages.size(); ++si) {
         Stage& s = p.stages[si];
         const std::string tag = "stage " + std::to_string(si) + " ";
@@ -693,9 +801,10 @@ void finalize(PlanData& p) {
             s.strain = p.add_buffer(tag + s.name + " scratch (training)", per_row, fixed, false, sp, si);
         }
         if (s.prim == Prim::reverse) {  // the row order, read by the backward pass too
-            // Every reverse stage reverses the input's sequences: one order, made by the first.
-            if (reverse_keys == npos) reverse_keys = p.add_buffer(tag + "reverse: row order (uint32)", 1, 0, true, sp, si);
-            s.keys = reverse_keys;
+            // Every reverse stage reverses the input's sequences: one order per space, made by the first.
+            if (reverse_keys[sp] == npos)
+                reverse_keys[sp] = p.add_buffer(tag + "reverse: row order (uint32)", 1, 0, true, sp, si);
+            s.keys = reverse_keys[sp];
         }
         if (s.prim == Prim::table) {
             s.iW = ParamAccess::param_index(*s.layer, "E");  // the table
@@ -722,7 +831,8 @@ void finalize(PlanData& p) {
     if (p.seq) {
         // A float input, flattened (ids are read where they are: only the forward pass needs them).
         if (!p.bounds[0].ints)
-            p.in_buf = p.bounds[0].act = p.add_buffer("x0 (input, flattened)", p.bounds[0].width, 0, true, 0);
+            p.in_buf = p.bounds[0].act =
+                p.add_buffer("x0 (input, flattened)", p.bounds[0].width, 0, true, p.bounds[0].space);
         p.final_in_ws = true;  // the output is split into the sequences from the workspace
     }
     for (std::size_t b = 1; b <= last; ++b) {
@@ -750,7 +860,8 @@ void finalize(PlanData& p) {
     if (p.seq) {
         p.dy_buf = p.add_buffer("dx" + std::to_string(last) + " (the output's gradient, flattened)",
                                 p.bounds[last].width, 0, false, p.bounds[last].space);
-        if (!p.bounds[0].ints) p.dx_buf = p.add_buffer("dx0 (the input's gradient)", p.bounds[0].width, 0, false, 0);
+        if (!p.bounds[0].ints)
+            p.dx_buf = p.add_buffer("dx0 (the input's gradient)", p.bounds[0].width, 0, false, p.bounds[0].space);
     }
     if (zs) p.zs = p.add_buffer("scratch: maxout pieces", zs, 0, true, max_spaces);
     if (dz) p.dz = p.add_buffer("scratch: gradient of a product's output", dz, 0, false, max_spaces);
@@ -787,7 +898,8 @@ void finalize(PlanData& p) {
 
 bool same_layout(const PlanData& a, const PlanData& b, std::string& why) {
     for (std::size_t k = 0; k < a.spaces.size() && k < b.spaces.size(); ++k)
-        if (a.spaces[k].pad != b.spaces[k].pad || a.spaces[k].docs != b.spaces[k].docs) {
+        if (a.spaces[k].pad != b.spaces[k].pad || a.spaces[k].docs != b.spaces[k].docs ||
+            a.spaces[k].steps != b.spaces[k].steps) {
             why = "a with_array's pad was " + std::to_string(a.spaces[k].pad) + ", it is now " +
                   std::to_string(b.spaces[k].pad);
             return false;
@@ -863,6 +975,34 @@ void Builder::add_op(Op op) {
         open(Prim::none, width(), width());
     }
     p.stages.back().ops.push_back(op);
+}
+
+void Builder::to_steps(const Node& layer) {
+    if (on_steps()) return;
+    if (!p.seq || p.bounds[cur].space != 0 || p.bounds[cur].ints) refuse(layer, "a Padded on other rows than the input's sequences");
+    std::size_t sp = 0;
+    for (std::size_t k = 1; k < p.spaces.size(); ++k)
+        if (p.spaces[k].steps) sp = k;
+    if (sp == 0) {
+        if (p.spaces.size() == max_spaces) refuse(layer, "too many row spaces");
+        p.spaces.push_back(Space{0, false, true});
+        sp = p.spaces.size() - 1;
+    }
+    pinned = true;
+    Stage& s = open(Prim::pad, width(), width());
+    s.name = "pad";
+    s.space = p.bounds[s.out].space = sp;
+    pinned = true;  // the padding rows must stay zero: nothing merges into the pad stage
+}
+
+void Builder::to_rows(const Node& layer) {
+    (void)layer;
+    if (!on_steps()) return;
+    pinned = true;
+    Stage& s = open(Prim::unpad, width(), width());
+    s.name = "unpad";
+    s.space = p.bounds[s.out].space = 0;
+    pinned = true;
 }
 
 void Builder::add_tail(Node& layer) {

@@ -83,6 +83,21 @@ List<Floats2d> grads_like(const List<Floats2d>& Y, std::uint64_t seed) {
     return out;
 }
 Floats2d grads_like(const Floats2d& Y, std::uint64_t seed) { return random_array(Y.shape(0), Y.shape(1), seed); }
+double max_diff(const Padded& a, const Padded& b) {
+    if (a.size() != b.size() || a.steps() != b.steps()) return 1e30;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a.lengths()[i] != b.lengths()[i] || a.indices()[i] != b.indices()[i]) return 1e30;
+    double m = 0.0;
+    for (std::size_t i = 0; i < a.data().size(); ++i)
+        m = std::max(m, double(std::abs(a.data().data()[i] - b.data().data()[i])));
+    return m;
+}
+Padded grads_like(const Padded& Y, std::uint64_t seed) {  // the padding rows' too
+    const Floats2d g = random_array(Y.steps() * Y.size(), Y.data().shape(2), seed);
+    Floats3d d(Y.data().shape(), uninitialized);
+    std::copy(g.data(), g.data() + g.size(), d.data());
+    return Y.with_data(std::move(d));
+}
 
 // A text classifier (spaCy's TextCatCNN without the tok2vec's window): tables, a Maxout mixer,
 // a reduction, a residual block and a Softmax over one row per document.
@@ -122,6 +137,7 @@ void train_side_by_side(M& a, const std::vector<X>& batches, int steps, double t
             CHECK(max_diff(dXa, dXb) <= tol);
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, Ragged>)
             CHECK(max_diff(dXa.data(), dXb.data()) <= tol);
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(dXa)>, Padded>) CHECK(max_diff(dXa, dXb) <= tol);
         CHECK(max_diff(testing::all_grads(a), testing::all_grads(b)) <= 5 * tol);
         a.finish_update(oa);
         b.finish_update(ob);
@@ -445,6 +461,167 @@ TEST_CASE("sequence plan: a BiLSTM under with_padded is a stage and equals its l
         std::vector<List<Ints2d>> batches{X, docs(5, 2, 9, 25)};
         train_side_by_side(model, batches, 4);
     }
+}
+
+TEST_CASE("sequence plan: with_array over a Padded runs on its steps x sequences rows, padding included",
+          "[seq_plan]") {
+    // Its layers see the (T, B) rows time-major, the padding rows too (Thinc's with_array2d):
+    // a window there reads the neighbouring column and the rows a layer made of the padding,
+    // so the plan keeps a Padded on those rows (the steps space) until a layer that reads
+    // only the sequences' rows (padded2list, an LSTM, with_ragged / with_list) takes it.
+    // Batches with empty documents and with many of equal length (to_padded's order of ties).
+    const std::vector<List<Floats2d>> batches{floats_like(docs(8, 0, 9, 81), 5, 82),
+                                              floats_like(docs(7, 3, 4, 83), 5, 84),
+                                              floats_like(docs(4, 1, 6, 85), 5, 86)};
+    SECTION("two with_arrays: the second reads the padding rows the first made") {
+        auto model = list2padded() >> with_array<Padded>(Relu<8>({.dropout = 0.1})) >>
+                     with_array<Padded>(expand_window<1>() >> Maxout<6>({.nP = 2, .normalize = true})) >> padded2list() >>
+                     with_array<List<Floats2d>>(Softmax<4>());
+        model.initialize(batches[0]);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("pad 5 (a Padded's steps x sequences rows)"));
+        CHECK_THAT(d, Contains("window 8->24 (1 each side)"));
+        CHECK_THAT(d, Contains("unpad 6"));
+        CHECK_THAT(d, !Contains("layer "));
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("an LSTM, residual and concatenate between them: the rows each one reads") {
+        auto model = list2padded() >> residual(with_array<Padded>(Relu<5>())) >>
+                     concatenate(with_array<Padded>(Linear<3>()), LSTM<2, 5>()) >>
+                     with_array<Padded>(expand_window<1>() >> Softmax<3>()) >> padded2list();
+        model.initialize(batches[0]);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("residual add"));
+        CHECK_THAT(d, Contains("lstm 5->2"));
+        CHECK_THAT(d, Contains("concat 3+2->5"));
+        CHECK_THAT(d, !Contains("layer "));
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("with_padded, with_ragged and with_list over a Padded") {
+        auto model = noop<List<Floats2d>>() >>
+                     with_padded<List<Floats2d>>(
+                         with_array<Padded>(Relu<6>()) >> with_ragged<Padded>(with_array<Ragged>(Maxout<5>({.nP = 2}))) >>
+                         with_padded<Padded>(with_array<Padded>(expand_window<1>() >> Linear<4>())) >>
+                         with_list<Padded>(with_array<List<Floats2d>>(Relu<3>({.dropout = 0.2}))));
+        model.initialize(batches[0]);
+        CHECK_THAT(describe_plan(model), !Contains("layer "));
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("bidirectional over the steps rows: its reverse stages keep the padding rows in place") {
+        auto model = list2padded() >> with_array<Padded>(Relu<4>()) >>
+                     bidirectional(with_array<Padded>(expand_window<1>() >> Linear<3>())) >> padded2list();
+        model.initialize(batches[0]);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("reverse 4 (each sequence's rows)"));
+        CHECK_THAT(d, !Contains("layer "));
+        train_side_by_side(model, batches, 3);
+        // One direction on the sequences' rows (an LSTM's), the other on the steps rows.
+        auto mixed = list2padded() >> bidirectional(with_array<Padded>(Linear<3>()), LSTM<2, 5>()) >>
+                     with_array<Padded>(expand_window<1>() >> Softmax<4>()) >> padded2list();
+        mixed.initialize(batches[0]);
+        CHECK_THAT(describe_plan(mixed), !Contains("layer "));
+        train_side_by_side(mixed, batches, 3);
+    }
+}
+
+TEST_CASE("sequence plan: a Padded in and out, its data on the steps rows as it is", "[seq_plan]") {
+    const List<Floats2d> L0 = floats_like(docs(8, 0, 9, 91), 5, 92), L1 = floats_like(docs(7, 3, 4, 93), 5, 94);
+    const std::vector<Padded> batches{to_padded(L0), to_padded(L1)};
+    SECTION("with_array over the input itself reads its padding, and gives the padding rows' gradient") {
+        auto model = noop<Padded>() >> with_array<Padded>(expand_window<1>() >> Relu<6>({.dropout = 0.1})) >>
+                     LSTM<4, 6>() >> with_array<Padded>(Linear<3>());
+        model.initialize(batches[0]);
+        const std::string d = describe_plan(model);
+        CHECK_THAT(d, Contains("window 5->15 (1 each side)"));
+        CHECK_THAT(d, Contains("unpad 6"));
+        CHECK_THAT(d, !Contains("layer "));
+        train_side_by_side(model, batches, 4);
+        // Padding that is not zero is the input's: the window reads it, the plan too.
+        Floats3d data = batches[0].data();
+        for (std::size_t i = 0; i < data.size(); ++i)
+            if (data.data()[i] == 0.0f) data.data()[i] = 0.5f;
+        const Padded odd = batches[0].with_data(std::move(data));
+        CHECK(max_diff(model.predict(odd), unfused(model).predict(odd)) <= 1e-6);
+        CHECK(max_diff(model.predict(odd), model.predict(batches[0])) > 1e-3);
+    }
+    SECTION("bidirectional over the input: the reverse of its steps rows, padding in place") {
+        auto model = noop<Padded>() >>
+                     bidirectional(with_array<Padded>(expand_window<1>() >> Relu<3>()), LSTM<3, 5>()) >>
+                     with_array<Padded>(Softmax<4>());
+        model.initialize(batches[0]);
+        CHECK_THAT(describe_plan(model), Contains("reverse 5 (each sequence's rows)"));
+        train_side_by_side(model, batches, 3);
+        // Padding that is not zero: the window of either direction reads it where the layers do.
+        Floats3d data = batches[0].data();
+        for (std::size_t i = 0; i < data.size(); ++i)
+            if (data.data()[i] == 0.0f) data.data()[i] = 0.5f;
+        const Padded odd = batches[0].with_data(std::move(data));
+        const Padded P = model.predict(odd);
+        REQUIRE(model.uses_plan());
+        CHECK(max_diff(P, unfused(model).predict(odd)) <= 1e-6);
+        CHECK(!model.uses_plan());  // (the last call ran the layers)
+        CHECK(max_diff(P, model.predict(batches[0])) > 1e-3);
+    }
+    SECTION("lists in, a Padded out (to_padded's layout); a Padded in, lists or rows out") {
+        auto to = list2padded() >> with_array<Padded>(Relu<4>()) >> LSTM<3, 4>() >> with_array<Padded>(Linear<2>());
+        to.initialize(L0);
+        CHECK_THAT(describe_plan(to), !Contains("layer "));
+        train_side_by_side(to, std::vector<List<Floats2d>>{L0, L1}, 3);
+        auto from = padded2list() >> with_array<List<Floats2d>>(Relu<4>()) >> list2array() >> Softmax<3>();
+        from.initialize(batches[0]);
+        CHECK_THAT(describe_plan(from), Contains("unpad 5"));
+        train_side_by_side(from, batches, 3);
+    }
+    SECTION("a Padded of another layout runs the layers; the plan itself names what differs") {
+        auto model = noop<Padded>() >> with_array<Padded>(expand_window<1>() >> Linear<4>());
+        model.initialize(batches[1]);
+        const Padded& P = batches[1];
+        Ints1d idx = P.indices();
+        for (std::size_t b = 1; b < idx.size(); ++b)
+            if (P.lengths()[b] == P.lengths()[b - 1]) {
+                std::swap(idx[b], idx[b - 1]);
+                break;
+            }
+        const Padded swapped(P.data(), P.size_at_t(), P.lengths(), idx);
+        const Padded Y = model.predict(swapped);
+        CHECK(!model.uses_plan());  // its layers ran
+        CHECK(max_diff(Y, unfused(model).predict(swapped)) == 0.0);
+        (void)model.predict(P);
+        CHECK(model.uses_plan());
+        auto plan = lower(model);
+        CHECK(!plan.accepts(swapped));
+        CHECK_THROWS_WITH(plan.predict(swapped), Contains("tenon-E101") && Contains("to_padded's"));
+        // Steps past the longest sequence.
+        Floats3d more({P.steps() + 1, P.size(), 5});
+        Ints1d sizes({P.steps() + 1});
+        for (std::size_t t = 0; t < P.steps(); ++t) sizes[t] = P.size_at_t()[t];
+        sizes[P.steps()] = 0;
+        const Padded longer(std::move(more), sizes, P.lengths(), P.indices());
+        CHECK(!plan.accepts(longer));
+        CHECK(max_diff(model.predict(longer), unfused(model).predict(longer)) == 0.0);
+    }
+}
+
+TEST_CASE("sequence plan: a held plan names an input of another width (it used to read past it)", "[seq_plan]") {
+    const List<Ints2d> ids = docs(4, 1, 5, 95);
+    auto floats = list2ragged() >> with_array<Ragged>(Relu<4>()) >> ragged2list();
+    floats.initialize(floats_like(ids, 5, 96));
+    auto plan = lower(floats);
+    CHECK_THROWS_WITH(plan.predict(floats_like(ids, 7, 97)),
+                      Contains("tenon-E101") && Contains("expected input width 5 but sequence 0 has 7"));
+    // (the model's own call: its layers say it, naming the layer)
+    CHECK_THROWS_WITH(floats.predict(floats_like(ids, 7, 97)), Contains("tenon-E101") && Contains("relu"));
+    auto padded = noop<Padded>() >> with_array<Padded>(Relu<4>());
+    padded.initialize(to_padded(floats_like(ids, 5, 98)));
+    CHECK_THROWS_WITH(lower(padded).predict(to_padded(floats_like(ids, 6, 99))),
+                      Contains("tenon-E101") && Contains("but the input has 6"));
+    auto tagger = list2ragged<Ints2d>() >> with_array<BasicRagged<Ints2d>>(HashEmbed<6>(100, 1u, 0, 0.0)) >>
+                  with_array<Ragged>(Softmax<3>()) >> ragged2list();
+    tagger.initialize(ids);
+    List<Ints2d> mixed = ids;
+    mixed[2] = Ints2d({3, 6});
+    CHECK_THROWS_WITH(lower(tagger).predict(mixed),
+                      Contains("tenon-E101") && Contains("4 columns of ids") && Contains("sequence 2 has 6"));
 }
 
 TEST_CASE("sequence plan: list2padded >> LSTM >> padded2list over float lists", "[seq_plan][lstm]") {

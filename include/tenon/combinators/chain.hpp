@@ -433,7 +433,7 @@ public:
     }
 
     // Whether the last predict / begin_update ran through the model's plan (lower/engine.hpp).
-    bool uses_plan() const noexcept { return engine_.current.load(std::memory_order_acquire) != nullptr; }
+    bool uses_plan() const noexcept { return engine_.ran.load(std::memory_order_relaxed); }
     // Serving: the plans of this model's own calls keep its dense and maxout weights packed
     // (docs/lowering.md, "Frozen weights"): predict gives the same bits without packing each W
     // at every call, and still sees every write of the weights. A set-up call (not while other

@@ -38,6 +38,12 @@ public:
     EngineSlot& operator=(EngineSlot&& o) noexcept { return *this = static_cast<const EngineSlot&>(o); }
     // The model's contents were replaced: the next call makes a new plan.
     void reset() noexcept { current.store(nullptr, std::memory_order_release); }
+    // Whether the model's last own call ran its plan (uses_plan). Stored only when it changes:
+    // serving threads that all run the plan only read it (no cache line bouncing between them).
+    void note_ran(bool r) noexcept {
+        if (ran.load(std::memory_order_relaxed) != r) ran.store(r, std::memory_order_relaxed);
+    }
+    std::atomic<bool> ran{false};
 
     std::atomic<const void*> current{nullptr};
     // The layout epoch at which the model was found not to need a plan (no stage to fuse) or

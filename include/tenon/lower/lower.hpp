@@ -158,7 +158,7 @@ template <bool Seq, class L>
 void add_layer(Builder& B, L& layer, void* slot) {
     static_assert(std::is_same_v<typename L::Out, Floats2d>,
                   "[tenon-E054] lower(model): the plan has no stage for a layer of this model (one that outputs "
-                  "another type than Floats2d where the plan needs rows, e.g. with_array over a Padded); call "
+                  "another type than Floats2d where the plan needs rows, e.g. a layer of 3-d arrays); call "
                   "the model's own predict / begin_update, which run its layers");
     if (!slot) refuse(layer, "a layer the plan does not fuse, inside clone()");
     constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
@@ -203,10 +203,28 @@ void add(Builder& B, L& layer, void* slot) {
             throw ShapeError("lower(): " + layer.name() + ": the layer's output width " + std::to_string(B.width()) +
                                  " is not its input width " + std::to_string(n),
                              "tenon-E162");
+        std::size_t skip = b_in;
+        bool lifted = false;
+        if constexpr (Seq && padded_data<typename L::In>) {
+            // A Padded's block may end on the other of its two rows (with_array over it: the
+            // steps space; an LSTM: the sequences' rows): both sides on the steps space.
+            if (B.p.bounds[B.cur].space != B.p.bounds[b_in].space) {
+                if (B.on_steps()) {
+                    const std::size_t out = B.cur;
+                    B.cur = b_in;
+                    B.to_steps(layer);
+                    skip = B.cur;
+                    B.cur = out;
+                } else {
+                    B.to_steps(layer);
+                }
+                lifted = true;
+            }
+        }
         // The add joins the pass of the block's last stage (pinned off for it alone).
-        B.pinned = B.p.stages.empty() || B.p.stages.back().out != B.cur || B.cur == b_in;
+        B.pinned = lifted || B.p.stages.empty() || B.p.stages.back().out != B.cur || B.cur == b_in;
         Op op{OpKind::add};
-        op.skip = b_in;
+        op.skip = skip;
         B.add_op(op);
         B.pinned = true;  // the gradient at the block's output is the skip's: nothing merges after
     } else if constexpr (is_dense<L>) {
@@ -237,7 +255,9 @@ void add(Builder& B, L& layer, void* slot) {
             B.add_op(Op{op, &layer});
         }
     } else if constexpr (lowered_as_a<L, SameRows>) {
-        // list2ragged, ragged2list, noop: the rows stay where they are.
+        // list2ragged, ragged2list, noop: the rows stay where they are (padded2list: the
+        // sequences' rows, without the padding).
+        if constexpr (padded_data<typename L::In> && !padded_data<typename L::Out>) B.to_rows(layer);
     } else if constexpr (lowered_as_a<L, TableStage>) {
         if constexpr (!std::is_same_v<typename L::In, Ints2d>) {
             refuse(layer, "a table of other ids than Ints2d");
@@ -286,6 +306,7 @@ void add(Builder& B, L& layer, void* slot) {
         // A layer over the input's sequences (LSTM, ParametricAttention): its own code, its
         // scratch in the workspace; a key transform is a branch from the same boundary.
         constexpr bool ids = L::lowered_as.reads_ids;
+        if constexpr (padded_data<typename L::In>) B.to_rows(layer);  // (an LSTM reads no padding)
         if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints != ids)
             refuse(layer, ids ? "a layer of ids that are not the plan's input"
                               : "a layer over sequences on other rows than the input's sequences");
@@ -309,18 +330,27 @@ void add(Builder& B, L& layer, void* slot) {
         if (keys != npos && keys != b_in) s.parts = {keys};  // (a key transform of no stage: the keys are X)
     } else if constexpr (lowered_as_a<L, OnRows>) {
         if constexpr (!L::plan_rows) {
-            refuse(layer, "a Padded input (the plan takes lists and ragged arrays)");
+            refuse(layer, "a layer of 3-d arrays or arrays of steps (the plan's rows are 2-d)");
         } else {
             // (A wrapper whose layer runs in the plan only when its values allow: uniqued's.)
             if constexpr (requires { layer.plan_refusal(); })
                 if (const char* why = layer.plan_refusal()) refuse(layer, why);
             void* inner = slot ? &static_cast<typename L::Backprop*>(slot)->inner : nullptr;
+            constexpr PaddedRows padded = plan_padded_of<L>();
             std::size_t pad = 0;
             if constexpr (L::plan_pads) pad = layer.pad();
+            if constexpr (padded == PaddedRows::steps) B.to_steps(layer);
+            if constexpr (padded == PaddedRows::rows) B.to_rows(layer);
             if (pad == 0) {
                 const std::size_t space = B.p.bounds[B.cur].space;
                 add<Seq>(B, layer.layer(), inner);
-                if (B.p.bounds[B.cur].space != space) refuse(layer, "its layer changed the rows");
+                // A Padded out may be on either of its rows; another type out, on the sequences'.
+                if constexpr (!padded_data<typename L::Out>)
+                    if (B.on_steps() && !B.p.spaces[space].steps) B.to_rows(layer);
+                const std::size_t now = B.p.bounds[B.cur].space;
+                const bool either = padded_data<typename L::Out> && (now == 0 || B.on_steps()) &&
+                                    (space == 0 || B.p.spaces[space].steps);
+                if (now != space && !either) refuse(layer, "its layer changed the rows");
             } else {
                 // The layer sees the rows with pad zero rows around each sequence: a padded space.
                 if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
@@ -362,6 +392,17 @@ void add(Builder& B, L& layer, void* slot) {
             (branch(std::get<I>(kids), bp ? static_cast<void*>(&std::get<I>(bp->bps)) : nullptr), ...);
         }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(kids)>>>{});
         // (The branches' rows may be other than the input's: reductions give one per sequence.)
+        if constexpr (padded_data<typename L::Out>) {
+            // Padded branches on both of their rows: all on the steps space (the others' padding is zero).
+            bool steps = false;
+            for (std::size_t b : parts) steps = steps || B.p.spaces[B.p.bounds[b].space].steps;
+            for (std::size_t& b : parts)
+                if (steps && !B.p.spaces[B.p.bounds[b].space].steps) {
+                    B.cur = b;
+                    B.to_steps(layer);
+                    b = B.cur;
+                }
+        }
         constexpr bool sum = L::lowered_as.sum;  // add(): their sum, else their columns side by side
         std::size_t w = 0;
         const std::size_t space = B.p.bounds[parts[0]].space, w0 = B.p.bounds[parts[0]].width;
@@ -378,28 +419,39 @@ void add(Builder& B, L& layer, void* slot) {
         s.parts = std::move(parts);
         s.space = B.p.bounds[s.out].space = space;
     } else if constexpr (lowered_as_a<L, BidirectionalBranches>) {
-        // Z = [l2r(X), rev(r2l(rev(X)))], rev reversing each sequence's rows: the sequences'
-        // own rows (space 0), which is what a Padded is in the plan (its padding is never there).
-        if (!B.p.seq || B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints)
-            refuse(layer, "a bidirectional over other rows than the input's sequences");
+        // Z = [l2r(X), rev(r2l(rev(X)))], rev reversing each sequence's rows within its length:
+        // a permutation of the rows of the space they are on (the sequences' own rows, or a
+        // Padded's steps rows, whose padding rows stay where they are, as the layers' reverse
+        // leaves them).
+        auto seq_rows = [&](std::size_t b) {
+            return !B.p.bounds[b].ints && (B.p.bounds[b].space == 0 || B.p.spaces[B.p.bounds[b].space].steps);
+        };
+        if (!B.p.seq || !seq_rows(B.cur)) refuse(layer, "a bidirectional over other rows than the input's sequences");
         auto* bp = static_cast<typename L::Backprop*>(slot);
         const std::size_t b_in = B.cur, n = B.width();
         B.pinned = true;
         add<Seq>(B, layer.l2r(), bp ? static_cast<void*>(&bp->bl) : nullptr);
-        const std::size_t left = B.cur;
+        std::size_t left = B.cur;
         B.cur = b_in;
         B.pinned = true;
         Stage& r_in = B.open(Prim::reverse, n, n);
         r_in.name = "reverse";
         B.pinned = true;
         add<Seq>(B, layer.r2l(), bp ? static_cast<void*>(&bp->br) : nullptr);
-        if (B.p.bounds[B.cur].space != 0 || B.p.bounds[B.cur].ints || B.p.bounds[left].space != 0 ||
-            B.p.bounds[left].ints)
+        if (!seq_rows(B.cur) || !seq_rows(left))
             refuse(layer, "a direction that does not output floats over the sequences' rows");
         B.pinned = true;
         Stage& r_out = B.open(Prim::reverse, B.width(), B.width());
         r_out.name = "reverse";
-        const std::size_t right = B.cur;
+        std::size_t right = B.cur;
+        // One direction on the sequences' rows (zero padding), the other on the steps rows:
+        // both on the steps rows.
+        if (B.p.bounds[left].space != B.p.bounds[right].space) {
+            std::size_t& b = B.p.bounds[left].space == 0 ? left : right;
+            B.cur = b;
+            B.to_steps(layer);
+            b = B.cur;
+        }
         B.cur = left;
         B.pinned = true;
         Stage& s = B.open(Prim::concat, B.p.bounds[left].width, B.p.bounds[left].width + B.p.bounds[right].width);
@@ -561,8 +613,9 @@ struct placement {
             else if constexpr (reads_ids<L>()) return std::is_same_v<In, Ints2d> && s == spot::ids ? spot::rows : spot::no;
             else return s == spot::rows ? spot::rows : spot::no;
         } else if constexpr (lowered_as_a<L, OnRows>) {
-            if constexpr (!L::plan_rows || requires(const L& l) { l.plan_refusal(); }) {
-                return spot::no;  // (a plan_refusal depends on values)
+            if constexpr (!L::plan_rows || requires(const L& l) { l.plan_refusal(); } ||
+                          plan_padded_of<L>() != PaddedRows::none) {
+                return spot::no;  // (a plan_refusal depends on values; a Padded's rows are not followed here)
             } else {
                 using I = placement_of<decltype(std::declval<L&>().layer())>;
                 const int r = I::at(s);
@@ -650,9 +703,9 @@ public:
     using Out = typename M::Out;
     using OutView = typename M::OutView;
     static_assert(lowering::engine_types<M>,
-                  "[tenon-E054] lower(model): the plan takes a Floats2d (or a List / Ragged of arrays or ids) and "
-                  "outputs a Floats2d (or a List / Ragged of Floats2d); for a model of other data types call its own "
-                  "predict / begin_update, which run its layers");
+                  "[tenon-E054] lower(model): the plan takes a Floats2d (or a List / Ragged of arrays or ids, or a "
+                  "Padded) and outputs a Floats2d (or a List / Ragged / Padded of Floats2d); for a model of other data "
+                  "types call its own predict / begin_update, which run its layers");
     // Its running, compiled once per pair of data types (lower/run.hpp).
     using Run = lowering::Runner<In, Out>;
     static constexpr bool seq = Run::seq, seq_out = Run::seq_out, head_input = Run::head_input;
@@ -801,6 +854,10 @@ private:
         if constexpr (seq) {
             p.bounds[0].ints = lowering::seq_type<In>::ints;
             if (!p.bounds[0].ints && model.has_dim("nI")) p.bounds[0].width = model.get_dim("nI");
+            if constexpr (lowering::seq_type<In>::padded) {  // its data as it is: the steps space's rows
+                p.spaces.push_back(lowering::Space{0, false, true});
+                p.bounds[0].space = 1;
+            }
         } else if constexpr (!head_input) {
             if (model.has_dim("nI")) p.bounds[0].width = model.get_dim("nI");
         }
@@ -812,7 +869,8 @@ private:
         if constexpr (seq) {
             const lowering::Boundary& last = p.bounds.back();
             // (A Floats2d out: one row per sequence after a reduction, or every row after list2array.)
-            const bool rows_ok = last.space == 0 || (!seq_out && p.spaces[last.space].docs);
+            const bool rows_ok = last.space == 0 || (!seq_out && p.spaces[last.space].docs) ||
+                                 (lowering::seq_type<Out>::padded && p.spaces[last.space].steps);
             if (last.ints || !rows_ok || p.bounds.size() < 2)
                 throw Error(std::string("lower(): ") + model.name() + ": the output is not one row per " +
                                 (seq_out ? "input row" : "sequence or per input row"),
@@ -852,9 +910,9 @@ template <class M>
 auto lower(M&) {
     static_assert(lowering::engine_types<M>,
                   "[tenon-E054] lower(model): the plan has no stages for this model's data types (it takes a "
-                  "Floats2d, or a List / Ragged of arrays or ids, and outputs a Floats2d or a List / Ragged of "
-                  "Floats2d, through layers it can place); call the model's own predict / begin_update, which run "
-                  "its layers");
+                  "Floats2d, a List / Ragged of arrays or ids, or a Padded, and outputs a Floats2d or a List / "
+                  "Ragged / Padded of Floats2d, through layers it can place); call the model's own predict / "
+                  "begin_update, which run its layers");
     return failed_model{};
 }
 // A failed model's error is already said (model/failed_model.hpp).
@@ -917,7 +975,9 @@ bool engine_predict(const M& model, EngineSlot& slot, typename M::InView X, type
         return false;
     } else {
         const Plan<M>* plan = engine_plan(const_cast<M&>(model), slot);
-        if (!plan || !plan->accepts(X)) return false;
+        const bool runs = plan && plan->accepts(X);
+        slot.note_ran(runs);  // (uses_plan: before running, so that one that throws says so too)
+        if (!runs) return false;
         Y = plan->predict(X);
         return true;
     }
@@ -930,7 +990,9 @@ bool engine_forward(M& model, EngineSlot& slot, typename M::InView X, typename M
         return false;
     } else {
         const Plan<M>* plan = engine_plan(model, slot);
-        if (!plan || !plan->accepts(X)) return false;
+        const bool runs = plan && plan->accepts(X);
+        slot.note_ran(runs);
+        if (!runs) return false;
         auto& pb = bp.template emplace<typename Plan<M>::Backprop>();
         bp.watch(slot.alive);
         Y = const_cast<Plan<M>*>(plan)->forward(X, pb, true, train);

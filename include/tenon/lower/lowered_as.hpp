@@ -53,6 +53,23 @@ struct SameRows {};
 // with_array: its layer runs on the rows (with pad: on the rows with pad zero rows around
 // each sequence, a padded space), its plan_rows says whether the kind of input allows it.
 struct OnRows {};
+// How an OnRows wrapper over a Padded takes it (its plan_padded; none where it has none):
+// steps: its layer runs on the Padded's (T, B) rows, padding rows included (with_array over a
+// Padded, as Thinc's with_array2d: the plan's steps space); rows: it reads the sequences' rows
+// and gives a Padded of zero padding (with_ragged, with_list over a Padded); keep: its layer
+// takes the Padded as it is (with_padded over a Padded).
+enum class PaddedRows : std::uint8_t { none, steps, rows, keep };
+template <class L>
+constexpr PaddedRows plan_padded_of() {
+    if constexpr (requires { L::plan_padded; }) return L::plan_padded;
+    else return PaddedRows::none;
+}
+// A Padded (BasicPadded<A>): in the plan, on the steps space or on the sequences' own rows.
+template <class T>
+concept padded_data = requires(const T& t) {
+    t.size_at_t();
+    t.indices();
+};
 // concatenate: every branch reads the same boundary, a concat stage joins their columns;
 // add (sum): the same branches, the concat stage sums them (equal widths) instead.
 struct ConcatBranches {
@@ -61,8 +78,8 @@ struct ConcatBranches {
 // clone: the copies one after the other.
 struct CloneCopies {};
 // bidirectional: l2r on the sequences; r2l between two reverse stages (each sequence's rows
-// in reverse order, the padding of a Padded never being in the plan's rows); a concat stage
-// joins their columns.
+// in reverse order within its length: on a Padded's steps rows its padding rows stay where
+// they are); a concat stage joins their columns.
 struct BidirectionalBranches {};
 // A reduction over a Ragged (reduce_mean, reduce_sum, reduce_max, reduce_first, reduce_last):
 // one row per sequence (the plan's "docs" space); the layer's `kind` (fn::segment_reduce_one)

@@ -26,6 +26,7 @@
 #include "tenon/lower/lowered_as.hpp"
 #include "tenon/model/node.hpp"
 #include "tenon/random.hpp"
+#include "tenon/types/padded.hpp"
 
 namespace tenon::lowering {
 
@@ -48,14 +49,18 @@ enum class Prim : std::uint8_t { none, dense, maxout, layer, table, window, conc
 // The row spaces of a plan: each boundary's rows are those of one space. Space 0 is the
 // input's rows (a batch, or every sequence's rows back to back); a padded space is space 0's
 // rows with `pad` zero rows before, between and after the non-empty sequences (with_array's
-// pad); the docs space has one row per sequence (after a reduction). The last index
+// pad); the docs space has one row per sequence (after a reduction); the steps space is a
+// Padded's (T, B) rows, time-major, its padding rows included (with_array over a Padded runs
+// its layer on all of them, as Thinc's with_array2d does): T the longest sequence, B the
+// sequences, column b the b-th longest (to_padded's order). The last index
 // (max_spaces) is no space but the largest of them: scratch shared by stages of every space
 // is sized by it.
 inline constexpr std::size_t max_spaces = 4;
 constexpr bool is_seq_prim(Prim p) noexcept { return p >= Prim::table; }
 struct Space {
     std::size_t pad = 0;
-    bool docs = false;  // one row per sequence
+    bool docs = false;   // one row per sequence
+    bool steps = false;  // a Padded's steps x sequences rows
 };
 
 // The keys of an embedding table's rows for each input row (the layer's own code: Embed's
@@ -197,12 +202,16 @@ struct PlanData {
         return r;
     }
     // The rows of each space (and the largest, at max_spaces) for a call whose input has
-    // `rows` rows in `nseg` sequences of which `nonempty` have rows.
-    void space_rows(std::size_t rows, std::size_t nonempty, std::size_t nseg, std::size_t out[max_spaces + 1]) const {
+    // `rows` rows in `nseg` sequences of which `nonempty` have rows, the longest `longest`.
+    void space_rows(std::size_t rows, std::size_t nonempty, std::size_t nseg, std::size_t out[max_spaces + 1],
+                    std::size_t longest = 0) const {
         out[max_spaces] = 0;
+        std::size_t tb = 0;
+        if (__builtin_mul_overflow(longest, nseg, &tb)) tb = SIZE_MAX;
         for (std::size_t k = 0; k < max_spaces; ++k) {
             out[k] = k >= spaces.size()          ? 0
                      : spaces[k].docs            ? nseg
+                     : spaces[k].steps           ? tb
                      : spaces[k].pad && nonempty ? padded_rows(rows, nonempty, spaces[k].pad)
                                                  : rows;
             out[max_spaces] = out[k] > out[max_spaces] ? out[k] : out[max_spaces];
@@ -282,6 +291,19 @@ struct Ctx {
         return buf(p->bounds[i].grad);
     }
 };
+
+// A Padded's (T, B, n) data in to_padded's layout (T the longest of the call's sequences,
+// column b the b-th longest, ties the later sequence first) and the sequences' rows back to
+// back (src/plan.cpp). steps_to_rows gathers the rows; rows_to_steps writes them, the padding
+// zero (add: adds them, the padding untouched). padded_layout: that layout's size_at_t,
+// lengths and indices for the sequences' lengths.
+void steps_to_rows(const Ctx& c, const float* steps, std::size_t n, float* rows, bool add);
+void rows_to_steps(const Ctx& c, const float* rows, std::size_t n, float* steps, bool add);
+void padded_layout(const std::int32_t* lengths, std::size_t nseg, Ints1d& size_at_t, Ints1d& sorted, Ints1d& indices);
+// A Padded input the plan takes: to_padded's layout (else why not, as text); check_padded_input
+// throws that (tenon-E101).
+const char* padded_off_plan(const PlanData& p, const Padded& X);
+void check_padded_input(const PlanData& p, const Padded& X);
 
 // Where a stage's backward pass leaves the gradient of its product's output (dense,
 // maxout) or of its layer's output (layer stage with fused operations): in place over the
@@ -457,6 +479,15 @@ struct Builder {
     void add_op(Op op);
     // A dense layer's optional LayerNorm and Dropout (its children, in that order).
     void add_tail(Node& layer);
+    // A Padded's rows: on the steps space (its (T, B) rows, padding included) or the
+    // sequences' own (space 0, the padding zero where the plan has none). to_steps: a "pad"
+    // stage into the steps space (zero padding: exact for a Padded of the sequences' rows,
+    // whose padding is zero); to_rows: an "unpad" stage back (drops the padding rows: for
+    // the layers that never read them). Both refuse (tenon-E170, naming `layer`) where the
+    // rows are neither.
+    bool on_steps() const { return p.spaces[p.bounds[cur].space].steps; }
+    void to_steps(const Node& layer);
+    void to_rows(const Node& layer);
     const void* slot_offset_base() const { return bp_root; }
 };
 

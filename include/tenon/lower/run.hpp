@@ -23,23 +23,29 @@
 
 namespace tenon::lowering {
 
-// A List or Ragged of Floats2d or Ints2d: the data types of a sequence plan.
+// A List or Ragged of Floats2d or Ints2d, or a Padded (of floats): the data types of a
+// sequence plan. A Padded's rows are on the plan's steps space (its (T, B) rows).
 template <class T>
 struct seq_type {
-    static constexpr bool value = false, list = false, ints = false;
+    static constexpr bool value = false, list = false, ints = false, padded = false;
     using Array = void;
 };
 template <class A>
 struct seq_type<List<A>> {
     static constexpr bool value = std::is_same_v<A, Floats2d> || std::is_same_v<A, Ints2d>;
-    static constexpr bool list = true, ints = std::is_same_v<A, Ints2d>;
+    static constexpr bool list = true, ints = std::is_same_v<A, Ints2d>, padded = false;
     using Array = A;
 };
 template <class A>
 struct seq_type<BasicRagged<A>> {
     static constexpr bool value = std::is_same_v<A, Floats2d> || std::is_same_v<A, Ints2d>;
-    static constexpr bool list = false, ints = std::is_same_v<A, Ints2d>;
+    static constexpr bool list = false, ints = std::is_same_v<A, Ints2d>, padded = false;
     using Array = A;
+};
+template <>
+struct seq_type<Padded> {
+    static constexpr bool value = true, list = false, ints = false, padded = true;
+    using Array = Floats2d;
 };
 
 // What one training call keeps from its forward pass for its backprop.
@@ -132,6 +138,7 @@ private:
                              std::size_t cols);
     static void check_head(const PlanData& p, const Floats2d& h);
     static void check_input(const PlanData& p, const InView& X);
+    static void check_seq_input(const PlanData& p, const InView& X);
     static void run_forward(const PlanData& p, Ctx& c, std::size_t first, char* root);
 };
 
@@ -143,6 +150,7 @@ Out Runner<In, Out>::predict(const PlanData& p, const Ops& ops, const InView& X,
     if (detail::entry_depth == 0) detail::check_finite_input("plan of ", p.model_name, "predict", X, &ops);
     const detail::FiniteCheckOff inner;  // the stages' own layers see what the plan computed
     if constexpr (seq) {
+        check_seq_input(p, X);
         Ints1d lengths;
         std::size_t nonempty = 0, cols = 0;
         const std::size_t rows = seq_measure(X, lengths, nonempty, cols);
@@ -196,6 +204,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
     const detail::FiniteCheckOff inner;
     if constexpr (seq) {
         (void)copy_input;  // a sequence plan keeps what it needs in its workspace
+        check_seq_input(p, X);
         st.rows = seq_measure(X, st.lengths, st.nonempty, st.in_cols);
         Ctx c = ctx(p, ops, nullptr, st.rows, true);
         seq_rows(p, c, st.lengths, st.rows, st.nonempty);
@@ -344,6 +353,10 @@ bool Runner<In, Out>::accepts(const PlanData& p, const InView& X) {
         if constexpr (seq_type<In>::list) {
             for (const auto& a : X)
                 if (!ok(a)) return false;
+        } else if constexpr (seq_type<In>::padded) {
+            if (padded_off_plan(p, X)) return false;
+            for (auto l : X.lengths()) rows += static_cast<std::size_t>(l);
+            if (want != 0 && X.data().shape(2) != want) return false;
         } else {
             if (!ok(X.data())) return false;
         }
@@ -384,6 +397,17 @@ std::size_t Runner<In, Out>::seq_measure(const InView& X, Ints1d& lengths, std::
             nonempty += n != 0;
             if (n) cols = X[i].shape(1);
         }
+    } else if constexpr (seq_type<In>::padded) {
+        // (the sequences in their own order; the data is to_padded's layout: accepts)
+        const std::size_t B = X.size();
+        lengths = Ints1d({B}, uninitialized);
+        for (std::size_t b = 0; b < B; ++b) {
+            const auto n = X.lengths()[b];
+            lengths[static_cast<std::size_t>(X.indices()[b])] = n;
+            rows += static_cast<std::size_t>(n);
+            nonempty += n > 0;
+        }
+        cols = X.data().shape(2);
     } else if constexpr (seq) {
         lengths = X.lengths();
         for (auto l : lengths) nonempty += l > 0;
@@ -399,8 +423,10 @@ std::size_t Runner<In, Out>::seq_measure(const InView& X, Ints1d& lengths, std::
 template <class In, class Out>
 void Runner<In, Out>::seq_rows(const PlanData& p, Ctx& c, const Ints1d& lengths, std::size_t rows,
                                std::size_t nonempty) {
-    std::size_t r[max_spaces + 1];
-    p.space_rows(rows, nonempty, lengths.size(), r);
+    std::size_t r[max_spaces + 1], longest = 0;
+    for (const auto l : lengths)
+        if (static_cast<std::size_t>(l) > longest) longest = static_cast<std::size_t>(l);
+    p.space_rows(rows, nonempty, lengths.size(), r, longest);
     c.set_rows(r);
     c.lengths = lengths.data();
     c.nseg = lengths.size();
@@ -433,7 +459,8 @@ void Runner<In, Out>::seq_put_input(const PlanData& p, Ctx& c, const InView& X, 
                     to += a.size();
                 }
             } else {
-                if (rows) copy_floats(*c.ops, to, X.data().data(), X.data().size());
+                (void)rows;  // (a Padded's data as it is: the steps space's rows)
+                if (X.data().size()) copy_floats(*c.ops, to, X.data().data(), X.data().size());
             }
         }
     } else {
@@ -450,6 +477,14 @@ Out Runner<In, Out>::seq_output(const PlanData& p, const Ctx& c, const Ints1d& l
         Floats2d a({rows, nO}, uninitialized);
         copy_floats(*c.ops, a.data(), y, a.size());
         return a;
+    } else if constexpr (seq_type<Out>::padded) {
+        // to_padded's layout; the rows as they are on the steps space, else placed (zero padding)
+        Ints1d size_at_t, sorted, indices;
+        padded_layout(lengths.data(), lengths.size(), size_at_t, sorted, indices);
+        Floats3d data({size_at_t.size(), lengths.size(), nO}, uninitialized);
+        if (p.spaces[p.bounds.back().space].steps) copy_floats(*c.ops, data.data(), y, data.size());
+        else rows_to_steps(c, y, nO, data.data(), false);
+        return Out(std::move(data), std::move(size_at_t), std::move(sorted), std::move(indices));
     } else if constexpr (seq_type<Out>::list) {
         Out out;
         out.reserve(lengths.size());
@@ -490,6 +525,21 @@ void Runner<In, Out>::seq_take_grad(const PlanData& p, const Ops& ops, const Out
                                  std::to_string(dY.shape(1)) + ")",
                              "tenon-E111");
         copy_floats(ops, to, dY.data(), dY.size());
+    } else if constexpr (seq_type<Out>::padded) {
+        detail::xfer::PaddedLayout want;
+        padded_layout(lengths.data(), lengths.size(), want.size_at_t, want.lengths, want.indices);
+        want.steps = want.size_at_t.size();
+        want.check("plan of " + p.model_name, dY);
+        width(dY.data().shape(2));
+        if (p.spaces[p.bounds.back().space].steps) {
+            copy_floats(ops, to, dY.data().data(), dY.data().size());
+        } else {
+            Ctx c;
+            c.ops = &ops;
+            c.lengths = lengths.data();
+            c.nseg = lengths.size();
+            steps_to_rows(c, dY.data().data(), nO, to, false);
+        }
     } else if constexpr (seq_type<Out>::list) {
         bool same = dY.size() == lengths.size();
         for (std::size_t i = 0; same && i < dY.size(); ++i) same = dY[i].shape(0) == static_cast<std::size_t>(lengths[i]);
@@ -526,7 +576,14 @@ In Runner<In, Out>::seq_input_grad(const PlanData& p, const Ctx& c, const Ints1d
             }
             return a;
         };
-        if constexpr (seq_type<In>::list) {
+        if constexpr (seq_type<In>::padded) {
+            (void)rows, (void)part;  // (dx0: the steps space's rows, the input's layout)
+            Ints1d size_at_t, sorted, indices;
+            padded_layout(lengths.data(), lengths.size(), size_at_t, sorted, indices);
+            Floats3d data({size_at_t.size(), lengths.size(), w});
+            if (g) copy_floats(*c.ops, data.data(), g, data.size());
+            return In(std::move(data), std::move(size_at_t), std::move(sorted), std::move(indices));
+        } else if constexpr (seq_type<In>::list) {
             In out;
             out.reserve(lengths.size());
             for (auto l : lengths) out.push_back(part(static_cast<std::size_t>(l)));
@@ -557,6 +614,42 @@ void Runner<In, Out>::check_input(const PlanData& p, const InView& X) {
             throw ShapeError("plan of " + p.model_name + ": expected input width " + std::to_string(p.bounds[0].width) +
                                  " but found " + std::to_string(X.shape(1)),
                              "tenon-E101");
+    } else {
+        (void)p, (void)X;
+    }
+}
+
+// A sequence plan's input: the width its first stage takes (ids: the same columns in every
+// sequence), a Padded in to_padded's layout (what accepts() says, as an error: a held plan's
+// own calls; the model's calls run the layers on what the plan does not take).
+template <class In, class Out>
+void Runner<In, Out>::check_seq_input(const PlanData& p, const InView& X) {
+    if constexpr (seq) {
+        const std::size_t want = p.bounds[0].ints ? 0 : p.bounds[0].width;
+        std::size_t cols = npos_cols, i = 0;
+        auto check = [&](std::size_t n, std::size_t w) {
+            if (n == 0) return;
+            if (cols == npos_cols) cols = w;
+            if (w != (want ? want : cols))
+                throw ShapeError("plan of " + p.model_name + ": expected " +
+                                     (want ? "input width " + std::to_string(want)
+                                           : std::to_string(cols) + " columns of ids, as the first sequence's,") +
+                                     (seq_type<In>::list ? " but sequence " + std::to_string(i) + " has "
+                                                         : std::string(" but the input has ")) +
+                                     std::to_string(w),
+                                 "tenon-E101");
+        };
+        if constexpr (seq_type<In>::list) {
+            for (const auto& a : X) {
+                check(a.shape(0), a.shape(1));
+                ++i;
+            }
+        } else if constexpr (seq_type<In>::padded) {
+            check(X.data().size(), X.data().shape(2));
+            check_padded_input(p, X);
+        } else {
+            check(X.data().shape(0), X.data().shape(1));
+        }
     } else {
         (void)p, (void)X;
     }
@@ -613,7 +706,15 @@ void Runner<In, Out>::run_forward(const PlanData& p, Ctx& c, std::size_t first, 
     X(Ragged, Floats2d)                              \
     X(BasicRagged<Ints2d>, List<Floats2d>)           \
     X(BasicRagged<Ints2d>, Ragged)                   \
-    X(BasicRagged<Ints2d>, Floats2d)
+    X(BasicRagged<Ints2d>, Floats2d)                 \
+    X(List<Floats2d>, Padded)                        \
+    X(List<Ints2d>, Padded)                          \
+    X(Ragged, Padded)                                \
+    X(BasicRagged<Ints2d>, Padded)                   \
+    X(Padded, Padded)                                \
+    X(Padded, List<Floats2d>)                        \
+    X(Padded, Ragged)                                \
+    X(Padded, Floats2d)
 #define TENON_EXTERN_RUNNER(I, O) extern template struct Runner<I, O>;
 TENON_PLAN_RUNNERS(TENON_EXTERN_RUNNER)
 #undef TENON_EXTERN_RUNNER

@@ -431,9 +431,10 @@ private:
                 if constexpr (Plan && detail::runs_plan<Derived>) {
                     if (detail::entry_depth == 1) {
                         std::pair<Out, typename Derived::Backprop> r;
-                        if (lowering::engine_empty_batch(self(), X, r.first, r.second.engine) ||
-                            (is_train &&
-                             lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine)))
+                        if (lowering::engine_empty_batch(self(), X, r.first, r.second.engine))
+                            return watched<Plan>(checked(std::move(r)));
+                        if (!is_train) self().engine_slot().note_ran(false);  // (model(X, false): the layers)
+                        if (is_train && lowering::engine_forward(self(), self().engine_slot(), X, r.first, r.second.engine))
                             return watched<Plan>(checked(std::move(r)));
                     }
                 }
@@ -515,15 +516,26 @@ public:
     using Out = typename M::Out;
     explicit Unfused(M& model) noexcept : m_(&model) {}
     Out predict(typename M::InView X) const {
+        ran_layers();
         Out Y;  // (no sequences: the model's empty output, as its own predict gives)
         if (detail::empty_batch_output(*m_, X, Y)) return Y;
         return m_->predict_inner(X);
     }
-    auto begin_update(typename M::InView X) { return m_->update_inner(X, true); }
-    auto operator()(typename M::InView X, bool is_train) { return m_->update_inner(X, is_train); }
+    auto begin_update(typename M::InView X) {
+        ran_layers();
+        return m_->update_inner(X, true);
+    }
+    auto operator()(typename M::InView X, bool is_train) {
+        ran_layers();
+        return m_->update_inner(X, is_train);
+    }
     M& model() const noexcept { return *m_; }
 
 private:
+    void ran_layers() const {  // (the model's uses_plan() says the last call ran its layers)
+        if constexpr (detail::runs_plan<M>)
+            if (m_->is_initialized()) m_->engine_slot().note_ran(false);
+    }
     M* m_;
 };
 template <class M>

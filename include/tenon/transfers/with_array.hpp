@@ -154,11 +154,15 @@ public:
 
     std::size_t pad() const noexcept { return pad_; }
     // lower(): the layer's stages on the rows (with pad: a padded space between pad and unpad
-    // stages); a Padded input keeps the layers (lower/lowered_as.hpp).
+    // stages; over a Padded, on its steps x sequences rows, padding included); a layer of 3-d
+    // arrays keeps the layers (lower/lowered_as.hpp).
     static constexpr lowering::OnRows lowered_as{};
     static constexpr bool plan_rows = mode == detail::xfer::array_mode::direct ||
                                       mode == detail::xfer::array_mode::list ||
-                                      mode == detail::xfer::array_mode::ragged;
+                                      mode == detail::xfer::array_mode::ragged ||
+                                      mode == detail::xfer::array_mode::padded_2d;
+    static constexpr lowering::PaddedRows plan_padded =
+        mode == detail::xfer::array_mode::padded_2d ? lowering::PaddedRows::steps : lowering::PaddedRows::none;
     static constexpr bool plan_pads = mode == detail::xfer::array_mode::list;  // pad applies to lists only
 
     struct Backprop {

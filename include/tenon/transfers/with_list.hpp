@@ -99,10 +99,14 @@ public:
         detail::xfer::take_child_dims(*this, this->layer_);  // the layer's widths (options), for the models around this one
     }
 
-    // lower(): over a list or a ragged array, the layer's stages on the sequences' rows (a
-    // list and a ragged array are the same rows in the plan); a Padded input keeps the layers.
+    // lower(): the layer's stages on the sequences' rows (a list and a ragged array are the
+    // same rows in the plan; a Padded is too, without its padding).
     static constexpr lowering::OnRows lowered_as{};
-    static constexpr bool plan_rows = mode == detail::xfer::list_mode::direct || mode == detail::xfer::list_mode::ragged;
+    static constexpr bool plan_rows = mode == detail::xfer::list_mode::direct ||
+                                      mode == detail::xfer::list_mode::ragged ||
+                                      mode == detail::xfer::list_mode::padded;
+    static constexpr lowering::PaddedRows plan_padded =
+        mode == detail::xfer::list_mode::padded ? lowering::PaddedRows::rows : lowering::PaddedRows::none;
     static constexpr bool plan_pads = false;
 
     struct Backprop {

@@ -126,9 +126,14 @@ public:
     }
 
     // lower(): over a list or a ragged array, the layer's stages on the sequences' rows (an
-    // LSTM's stage orders them as the Padded would); a Padded or an array input keeps the layers.
+    // LSTM's stage orders them as the Padded would; a with_array over the Padded, on its steps
+    // space); over a Padded, its layer's stages as they are; an array input keeps the layers.
     static constexpr lowering::OnRows lowered_as{};
-    static constexpr bool plan_rows = mode == detail::xfer::padded_mode::ragged || mode == detail::xfer::padded_mode::list;
+    static constexpr bool plan_rows = mode == detail::xfer::padded_mode::ragged ||
+                                      mode == detail::xfer::padded_mode::list ||
+                                      mode == detail::xfer::padded_mode::direct;
+    static constexpr lowering::PaddedRows plan_padded =
+        mode == detail::xfer::padded_mode::direct ? lowering::PaddedRows::keep : lowering::PaddedRows::none;
     static constexpr bool plan_pads = false;
 
     struct Backprop {

@@ -98,10 +98,13 @@ public:
         detail::xfer::take_child_dims(*this, this->layer_);  // the layer's widths (options), for the models around this one
     }
 
-    // lower(): over a ragged array or a list, the layer's stages on the sequences' rows; a
-    // Padded input keeps the layers.
+    // lower(): the layer's stages on the sequences' rows (a Padded's without its padding).
     static constexpr lowering::OnRows lowered_as{};
-    static constexpr bool plan_rows = mode == detail::xfer::ragged_mode::direct || mode == detail::xfer::ragged_mode::list;
+    static constexpr bool plan_rows = mode == detail::xfer::ragged_mode::direct ||
+                                      mode == detail::xfer::ragged_mode::list ||
+                                      mode == detail::xfer::ragged_mode::padded;
+    static constexpr lowering::PaddedRows plan_padded =
+        mode == detail::xfer::ragged_mode::padded ? lowering::PaddedRows::rows : lowering::PaddedRows::none;
     static constexpr bool plan_pads = false;
 
     struct Backprop {

@@ -44,14 +44,17 @@ std::size_t row_size(const S& shape) {
 }
 // Where each sequence's rows start in data ordered as `order` (a permutation of the lengths'
 // positions), for the list <-> padded conversions.
+// order[b]: the sequence in column b. Thinc sorts (length, index) pairs in reverse: longer
+// first, and for equal lengths the larger index first. The same order keeps Padded's indices
+// identical to Thinc's (and the plan's steps space uses it: src/plan.cpp).
+template <class Len, class Idx>
+void padded_order(const Len* lengths, std::size_t n, Idx* order) {
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<Idx>(i);
+    std::sort(order, order + n, [&](Idx a, Idx b) { return lengths[a] != lengths[b] ? lengths[a] > lengths[b] : a > b; });
+}
 inline std::vector<std::size_t> sorted_by_length(const std::vector<std::size_t>& lengths) {
     std::vector<std::size_t> order(lengths.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    // Thinc sorts (length, index) pairs in reverse: longer first, and for equal lengths the
-    // larger index first. The same order keeps Padded's indices identical to Thinc's.
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return lengths[a] != lengths[b] ? lengths[a] > lengths[b] : a > b;
-    });
+    padded_order(lengths.data(), lengths.size(), order.data());
     return order;
 }
 // Builds a Padded (T, B, ...) from B sequences given as (pointer to rows, rows) in the
