@@ -707,8 +707,11 @@ std::string describe_stages(const PlanData& p) {
 std::string describe_layout(const PlanData& p, std::size_t rows) {
     std::string out;
     const std::size_t r16 = PlanData::r16(rows);
+    // (every space `rows` rows, as listed below: a batch of `rows` sequences of one row each)
+    std::size_t r[max_spaces + 1];
+    p.space_rows(rows, 0, rows, r, rows ? 1 : 0);
     for (int t = 1; t >= 0; --t) {
-        const std::size_t total = p.ws_floats(rows, t == 1) * sizeof(float);
+        const std::size_t total = p.ws_floats(r, t == 1) * sizeof(float);
         out += std::string(t ? "training" : "predict") + " workspace for batch " + std::to_string(rows) + ": " +
                std::to_string(total) + " bytes\n";
         for (const Buffer& b : p.bufs) {
