@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -483,6 +484,23 @@ TEST_CASE("sequence plan: with_array over a Padded runs on its steps x sequences
         CHECK_THAT(d, Contains("window 8->24 (1 each side)"));
         CHECK_THAT(d, Contains("unpad 6"));
         CHECK_THAT(d, !Contains("layer "));
+        // The layout for a batch: every listed buffer ends inside the total (the steps space's too).
+        std::istringstream layout(describe_plan(model, 16));
+        std::size_t total = 0, end = 0;
+        for (std::string line; std::getline(layout, line);) {
+            if (line.find("workspace for batch") != std::string::npos) {
+                CHECK(end <= total);
+                total = std::stoul(line.substr(line.rfind(':') + 1));
+                end = 0;
+            } else if (line.rfind("  @", 0) == 0) {
+                std::istringstream f(line.substr(3));
+                std::size_t off = 0, bytes = 0;
+                f >> off >> bytes;
+                end = std::max(end, off + bytes);
+            }
+        }
+        CHECK(total > 0);
+        CHECK(end <= total);
         train_side_by_side(model, batches, 4);
     }
     SECTION("an LSTM, residual and concatenate between them: the rows each one reads") {
