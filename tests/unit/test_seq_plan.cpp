@@ -151,6 +151,54 @@ void train_side_by_side(M& a, const std::vector<X>& batches, int steps, double t
     }
 }
 
+// A user's own layer, which the plan does not fuse (no lowered_as): Y = X * s, one scale per
+// column, through the backend's entries (so it runs on every backend, device-host included).
+class ColumnScale : public Layer<ColumnScale, Floats2d, Floats2d> {
+    using Base = Layer<ColumnScale, Floats2d, Floats2d>;
+    friend Base;
+
+public:
+    ColumnScale() : Base("column_scale", {{"nO", dyn}, {"nI", dyn}}, {{"s", {"nI"}}}) {}
+    struct Backprop {
+        ColumnScale* layer = nullptr;
+        Floats2d X;
+        Floats2d operator()(Floats2dCView dY) const {
+            const std::size_t rows = X.shape(0), n = X.shape(1);
+            const Ops& ops = layer->ops();
+            Floats2d dX({rows, n}, uninitialized), prod({rows, n}, uninitialized);
+            ops.mask_columns(dY.data(), layer->param(0).value.data(), rows, n, dX.data());
+            ops.elementwise(Binary::mul, dY.data(), X.data(), prod.data(), prod.size());
+            ops.sum_rows_into(prod.data(), rows, n, layer->grad_data(0));
+            return dX;
+        }
+    };
+
+private:
+    void init_impl(const Floats2dCView* X, const Floats2dCView* Y) {
+        if (X) this->resolve_dim(1, X->shape(1));
+        else if (Y) this->resolve_dim(1, Y->shape(1));
+        const std::size_t n = this->require_dim(1);
+        this->resolve_dim(0, n);
+        this->allocate_param(0, {n});
+        this->param(0).value.fill(1.25f);
+        this->mark_initialized();
+    }
+    Floats2d predict_impl(Floats2dCView X) const {
+        Floats2d Y({X.shape(0), X.shape(1)}, uninitialized);
+        this->ops().mask_columns(X.data(), this->param(0).value.data(), X.shape(0), X.shape(1), Y.data());
+        return Y;
+    }
+    std::pair<Floats2d, Backprop> forward_impl(Floats2dCView X, bool) {
+        return {predict_impl(X), Backprop{this, Floats2d(X)}};
+    }
+};
+
+std::size_t count_of(const std::string& s, const std::string& part) {
+    std::size_t n = 0;
+    for (std::size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + 1)) ++n;
+    return n;
+}
+
 }  // namespace
 
 TEST_CASE("sequence plan: spaCy's tagger runs as planned stages and equals its layers", "[seq_plan]") {
@@ -803,5 +851,55 @@ TEST_CASE("sequence plan: StaticVectors over the ids is a stage and equals its l
         auto model = make(0.3);
         model.initialize(X);
         train_side_by_side(model, batches, 4);
+    }
+}
+
+TEST_CASE("sequence plan: a layer the plan does not fuse inside clone's copies is a layer stage in each copy",
+          "[seq_plan]") {
+    // Clone keeps its copies' Backprops in a list made per call: the plan keeps such a layer's
+    // Backprop in a box of the call's state. It used to run the whole clone as one layer
+    // (arrays) or refuse the model (sequences: its layers ran).
+    SECTION("arrays: the copies' other layers stay fused") {
+        auto model = Relu<6>() >> clone(ColumnScale() >> Relu<6>({.dropout = 0.2}), 3) >> Softmax<3>();
+        const Floats2d X = random_array(9, 5, 3);
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        INFO(d);
+        CHECK(count_of(d, "layer column_scale 6->6") == 3);
+        CHECK(count_of(d, "gemm 6->6 | bias, relu, dropout(0.2)") == 3);
+        train_side_by_side(model, std::vector<Floats2d>{X, random_array(4, 5, 4), random_array(17, 5, 5)}, 4);
+    }
+    SECTION("sequences: clone of with_array, and with_array of clone with a window") {
+        const List<Ints2d> ids = docs(7, 0, 9, 11);
+        auto model = with_array<List<Floats2d>>(Relu<6>()) >>
+                     clone(with_array<List<Floats2d>>(ColumnScale() >> Maxout<6>({.nP = 2, .dropout = 0.1})), 2) >>
+                     with_array<List<Floats2d>>(clone(residual(expand_window<1>() >> ColumnScale() >> Maxout<6>({.nP = 2})), 2), 1) >>
+                     with_array<List<Floats2d>>(Softmax<3>());
+        const List<Floats2d> X = floats_like(ids, 4, 20);
+        model.initialize(X);
+        const std::string d = describe_plan(model);
+        INFO(d);
+        CHECK(count_of(d, "layer column_scale") == 4);
+        CHECK_THAT(d, Contains("window"));
+        std::vector<List<Floats2d>> batches{X, floats_like(docs(3, 1, 4, 12), 4, 30), floats_like(docs(12, 0, 15, 13), 4, 40)};
+        train_side_by_side(model, batches, 4);
+    }
+    SECTION("a backprop moved, or dropped without being called, destroys its boxes once") {
+        auto model = with_array<List<Floats2d>>(clone(ColumnScale() >> Relu<4>(), 2)) >> with_array<List<Floats2d>>(Softmax<3>());
+        const List<Floats2d> X = floats_like(docs(5, 1, 6, 14), 4, 50);
+        model.initialize(X);
+        auto b = model;
+        for (int i = 0; i < 3; ++i) {
+            auto [Y, bp] = model.begin_update(X);  // dropped unused
+            REQUIRE(model.uses_plan());
+        }
+        auto [Y, bp] = model.begin_update(X);
+        auto moved = std::move(bp);
+        const List<Floats2d> dY = grads_like(Y, 60);
+        const List<Floats2d> dX = moved(dY);
+        auto [Yb, bpb] = unfused(b).begin_update(X);
+        CHECK(max_diff(Y, Yb) <= 1e-6);
+        CHECK(max_diff(dX, bpb(dY)) <= 1e-6);
+        CHECK(max_diff(testing::all_grads(model), testing::all_grads(b)) <= 1e-6);
     }
 }

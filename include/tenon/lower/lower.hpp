@@ -50,16 +50,6 @@ inline constexpr bool is_residual = false;
 template <class L>
 inline constexpr bool is_residual<Residual<L>> = true;
 
-// Whether every layer a type holds becomes a fused or sequence stage (no "layer" stage,
-// which needs its Backprop's place in the model's: clone's copies have none).
-template <class L>
-struct fully_fused;
-template <class Tuple>
-struct all_fully_fused;
-template <class... Ls>
-struct all_fully_fused<std::tuple<Ls...>> {
-    static constexpr bool value = (fully_fused<Ls>::value && ...);
-};
 // A seq stage that reads the plan's ids (StaticVectors).
 template <class L>
 constexpr bool reads_ids() {
@@ -73,39 +63,7 @@ constexpr bool has_keys() {
     else return false;
 }
 template <class L>
-constexpr bool key_fused();
-template <class L>
 constexpr bool key_plannable();
-template <class L>
-struct fully_fused {
-    static constexpr bool value = [] {
-        if constexpr (is_dense<L> || lowered_as_a<L, MaxoutStage> || lowered_as_a<L, RowOpStage> ||
-                      lowered_as_a<L, SameRows> || lowered_as_a<L, TableStage> || lowered_as_a<L, WindowStage> ||
-                      lowered_as_a<L, ReduceStage>)
-            return true;
-        else if constexpr (lowered_as_a<L, SeqLayerStage>)
-            return key_fused<L>();
-        else if constexpr (lowered_as_a<L, OnRows> || is_residual<L>)
-            return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().layer())>>::value;
-        else if constexpr (lowered_as_a<L, ConcatBranches>)
-            return all_fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().layers())>>::value;
-        else if constexpr (lowered_as_a<L, CloneCopies>)
-            return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>()[0])>>::value;
-        else if constexpr (lowered_as_a<L, BidirectionalBranches>)
-            return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().l2r())>>::value &&
-                   fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().r2l())>>::value;
-        else return false;
-    }();
-};
-template <class... Ls>
-struct fully_fused<Chain<Ls...>> {
-    static constexpr bool value = (fully_fused<Ls>::value && ...);
-};
-template <class L>
-constexpr bool key_fused() {
-    if constexpr (has_keys<L>()) return fully_fused<std::remove_cvref_t<decltype(std::declval<L&>().key_transform())>>::value;
-    else return true;
-}
 
 // A layer the plan does not fuse, behind plain function pointers. XV: the view it takes.
 template <class L, class XV>
@@ -122,6 +80,8 @@ struct layer_fns {
     static void backward(const void* bp, Floats2dCView dY, void* dX) {
         *static_cast<typename L::In*>(dX) = (*static_cast<const typename L::Backprop*>(bp))(dY);
     }
+    static void make_box(void* at) { ::new (at) typename L::Backprop(); }
+    static void drop_box(void* at) noexcept { static_cast<typename L::Backprop*>(at)->~Backprop(); }
 };
 
 // Seq: whether the plan is over sequences (its model takes a List / Ragged: Plan::seq), known
@@ -160,7 +120,6 @@ void add_layer(Builder& B, L& layer, void* slot) {
                   "[tenon-E054] lower(model): the plan has no stage for a layer of this model (one that outputs "
                   "another type than Floats2d where the plan needs rows, e.g. a layer of 3-d arrays); call "
                   "the model's own predict / begin_update, which run its layers");
-    if (!slot) refuse(layer, "a layer the plan does not fuse, inside clone()");
     constexpr bool head = !std::is_same_v<typename L::In, Floats2d>;
     if (head && (Seq || B.cur != 0))
         throw Error("lower(): " + layer.name() + " takes another data type than Floats2d: only the model's "
@@ -177,8 +136,18 @@ void add_layer(Builder& B, L& layer, void* slot) {
         s.name = layer.name();
         s.head = head;
         using XV = std::conditional_t<head, typename L::InView, Floats2dCView>;
-        s.fns = LayerFns{&layer_fns<L, XV>::predict, &layer_fns<L, XV>::forward, &layer_fns<L, XV>::backward};
-        s.bp_offset = static_cast<std::size_t>(static_cast<const char*>(slot) - B.bp_root);
+        using F = layer_fns<L, XV>;
+        s.fns = LayerFns{&F::predict, &F::forward, &F::backward, &F::make_box, &F::drop_box};
+        if (slot) {
+            s.bp_offset = static_cast<std::size_t>(static_cast<const char*>(slot) - B.bp_root);
+        } else {  // inside clone's copies: a box in the call's area (LayerBoxes)
+            using BP = typename L::Backprop;
+            static_assert(alignof(BP) <= 64, "a layer's Backprop aligned to more than 64 bytes");
+            s.box = B.p.box_bytes;
+            s.box_payload = box_payload_offset(alignof(BP));
+            s.box_bytes = box_record_bytes(sizeof(BP), alignof(BP));
+            B.p.box_bytes += s.box_bytes;
+        }
     }
 }
 
@@ -458,16 +427,10 @@ void add(Builder& B, L& layer, void* slot) {
         s.name = layer.name();
         s.parts = {left, right};
     } else if constexpr (lowered_as_a<L, CloneCopies>) {
-        // Clone's Backprop keeps its copies' Backprops in a list made per call: a copy that
-        // holds a layer stage (which needs a place there) makes the whole clone one layer stage.
-        using Copy = std::remove_cvref_t<decltype(layer[0])>;
-        if constexpr (fully_fused<Copy>::value) {
-            for (std::size_t i = 0; i < layer.size(); ++i) add<Seq>(B, layer[i], nullptr);
-        } else if constexpr (std::is_same_v<typename L::Out, Floats2d>) {
-            add_layer<Seq>(B, layer, slot);
-        } else {
-            refuse(layer, "a copy holds a layer the plan does not fuse");
-        }
+        // The copies' stages one after the other. Clone's Backprop keeps its copies' Backprops
+        // in a list made per call, where the plan cannot name a place: a layer stage in a copy
+        // keeps its Backprop in a box of the call's state (add_layer with no slot).
+        for (std::size_t i = 0; i < layer.size(); ++i) add<Seq>(B, layer[i], nullptr);
     } else {
         add_layer<Seq>(B, layer, slot);
     }
@@ -631,13 +594,9 @@ struct placement {
             return s == spot::rows && l == spot::rows && r == spot::rows ? spot::rows : spot::no;
         } else if constexpr (lowered_as_a<L, CloneCopies>) {
             using C = decltype(std::declval<L&>()[0]);
-            if constexpr (fully_fused<std::remove_cvref_t<C>>::value) {
-                // (any number of copies, none included, ends where it starts)
-                const int r = placement_of<C>::at(s);
-                return r != spot::no && r == rows_of(s) && placement_of<C>::at(r) == r ? r : spot::no;
-            } else {
-                return layer_stage(s);
-            }
+            // (any number of copies, none included, ends where it starts)
+            const int r = placement_of<C>::at(s);
+            return r != spot::no && r == rows_of(s) && placement_of<C>::at(r) == r ? r : spot::no;
         } else {
             return layer_stage(s);
         }

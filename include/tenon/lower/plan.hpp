@@ -81,12 +81,24 @@ struct Op {
 };
 
 // An unfused layer (a "layer" stage): X points at the view the layer takes; bp at its
-// Backprop inside the plan's Backprop storage; dX at the In (head) or Floats2d to fill.
+// Backprop inside the plan's Backprop storage (or the call's box area); dX at the In (head)
+// or Floats2d to fill. make_box / drop_box construct and destroy a Backprop in place (a
+// stage inside clone's copies: LayerBoxes).
 struct LayerFns {
     void (*predict)(const Node* layer, const void* X, Floats2d& Y) = nullptr;
     void (*forward)(Node* layer, const void* X, void* bp, Floats2d& Y) = nullptr;
     void (*backward)(const void* bp, Floats2dCView dY, void* dX) = nullptr;
+    void (*make_box)(void* at) = nullptr;
+    void (*drop_box)(void* at) noexcept = nullptr;
 };
+// A boxed Backprop's record in the box area: a header (the record's size, the payload's
+// offset in it, its destructor) and the payload, each record a multiple of 64 bytes (the
+// area's alignment, array_alignment), so any Backprop of alignment <= 64 fits.
+inline constexpr std::size_t box_header_bytes = 32;
+constexpr std::size_t box_payload_offset(std::size_t align) { return align <= box_header_bytes ? box_header_bytes : 64; }
+constexpr std::size_t box_record_bytes(std::size_t size, std::size_t align) {
+    return (box_payload_offset(align) + size + 63) / 64 * 64;
+}
 
 struct Stage {
     Prim prim = Prim::none;
@@ -105,6 +117,10 @@ struct Stage {
     bool head = false;                 // a layer stage whose input is the plan's (non-Floats2d) input
     LayerFns fns;
     std::size_t bp_offset = 0;         // of the layer's Backprop in the plan's Backprop storage
+    // A layer stage inside clone's copies (whose Backprops clone keeps in a list made per
+    // call, no place the plan can name): its Backprop's record in the call's box area
+    // (CallState::boxes), made at each training forward; npos elsewhere.
+    std::size_t box = npos, box_bytes = 0, box_payload = 0;
     bool dx_assign = true;             // first write of the input boundary's gradient (= not +=)
     std::vector<Op> ops;
     // The sequence stages' data.
@@ -167,6 +183,7 @@ struct PlanData {
     // gradient are flattened into the workspace (space 0's rows).
     bool seq = false;
     std::size_t in_buf = npos, dy_buf = npos, dx_buf = npos;
+    std::size_t box_bytes = 0;  // the call's box area for the boxed layer stages (Stage::box); 0: none
 
     std::size_t add_buffer(std::string what, std::size_t per_row, std::size_t fixed, bool in_predict,
                            std::size_t space = 0, std::size_t stage = npos) {
@@ -258,6 +275,12 @@ struct Ctx {
     // Training: seq_host_words host words per stage (CallState's), kept from forward to backward
     // (lowered_as.hpp's SeqCall::host; a table's mask flag). Null in predict.
     std::uint64_t* host = nullptr;
+    char* boxes = nullptr;       // training: the call's box area (Stage::box)
+
+    // Where a layer stage's Backprop is: its box, else its place in the Backprop storage.
+    char* layer_bp(const Stage& s, char* root) const {
+        return s.box != npos ? boxes + s.box + s.box_payload : root + s.bp_offset;
+    }
 
     float* buf(std::size_t id) const {
         const Buffer& b = p->bufs[id];

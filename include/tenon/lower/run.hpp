@@ -49,6 +49,25 @@ struct seq_type<Padded> {
 };
 
 // What one training call keeps from its forward pass for its backprop.
+// The Backprops of the layer stages inside clone's copies (Stage::box): a host area from the
+// thread's block cache (no allocation after warm-up), each record's Backprop constructed in
+// place by a training forward and destroyed with the call's state (src/plan_run.cpp). The
+// records say how to destroy themselves, so the area outlives the plan safely.
+class LayerBoxes {
+public:
+    LayerBoxes() = default;
+    ~LayerBoxes();
+    LayerBoxes(LayerBoxes&&) noexcept;
+    LayerBoxes& operator=(LayerBoxes&&) noexcept;
+    // Destroys what it held, then constructs every boxed stage's Backprop (default).
+    void make(const PlanData& p);
+    char* data() const noexcept { return reinterpret_cast<char*>(const_cast<std::uint64_t*>(area_.data())); }
+
+private:
+    void clear() noexcept;
+    Array<std::uint64_t, dyn> area_;
+};
+
 struct CallState {
     // (Special members out of line, src/plan_run.cpp: compiled once, not in every model's file.)
     CallState();
@@ -66,6 +85,7 @@ struct CallState {
     // A sequence plan's: its stages' host words (Ctx::host), host memory on every backend, from
     // the block cache (no allocation after warm-up).
     Array<std::uint64_t, dyn> host;
+    LayerBoxes boxes;                 // training: the Backprops of layer stages inside clone
 };
 
 // The running of a plan from In to Out. `root` is the model's Backprop storage, where the
@@ -212,6 +232,10 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         c.ws = st.ws.data();
         st.host = Array<std::uint64_t, dyn>({p.stages.size() * seq_host_words}, Memory::host);
         c.host = st.host.data();
+        if (p.box_bytes) {
+            st.boxes.make(p);
+            c.boxes = st.boxes.data();
+        }
         Ints2d ids;
         seq_put_input(p, c, X, ids, st.in_cols);
         c.y = c.buf(p.bounds.back().act);
@@ -245,6 +269,10 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
                 c.host = st.host.data();
                 break;
             }
+        if (p.box_bytes) {
+            st.boxes.make(p);
+            c.boxes = st.boxes.data();
+        }
         c.x0 = st.x0;
         c.b1 = st.head_out.size() ? st.head_out.data() : nullptr;
         const std::size_t nO = p.bounds.back().width;
@@ -268,6 +296,7 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
     In dX{};
     Ctx c = ctx(p, ops, const_cast<float*>(st.ws.data()), st.rows, true);
     c.host = const_cast<std::uint64_t*>(st.host.data());
+    c.boxes = st.boxes.data();
     if constexpr (seq) {
         seq_rows(p, c, st.lengths, st.rows, st.nonempty);
         c.in_cols = st.in_cols;
@@ -305,12 +334,12 @@ In Runner<In, Out>::backward(const PlanData& p, const Ops& ops, const CallState&
                 }
                 if constexpr (head_input) {
                     if (s.head) {
-                        s.fns.backward(root + s.bp_offset, d, &dX);
+                        s.fns.backward(c.layer_bp(s, root), d, &dX);
                         continue;
                     }
                 }
                 Floats2d g;
-                s.fns.backward(root + s.bp_offset, d, &g);
+                s.fns.backward(c.layer_bp(s, root), d, &g);
                 float* to = c.grad(s.in);
                 if (!to) continue;  // the input's gradient, not wanted
                 if (s.dx_assign) copy_floats(ops, to, g.data(), g.size());
@@ -673,7 +702,7 @@ void Runner<In, Out>::run_forward(const PlanData& p, Ctx& c, std::size_t first, 
                 // An unfused layer: its own predict/forward, its output copied into the workspace.
                 const Floats2dCView x(c.act(s.in), {c.rows, s.nI});
                 Floats2d y;
-                if (root) s.fns.forward(s.layer, &x, root + s.bp_offset, y);
+                if (root) s.fns.forward(s.layer, &x, c.layer_bp(s, root), y);
                 else s.fns.predict(s.layer, &x, y);
                 if (y.shape(0) != c.rows || y.shape(1) != s.nO)
                     throw ShapeError("plan of " + p.model_name + ": " + s.name + " returned (" +
