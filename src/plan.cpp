@@ -350,7 +350,7 @@ void padded_layout(const std::int32_t* lengths, std::size_t nseg, Ints1d& size_a
     }
 }
 
-const char* padded_off_plan(const PlanData& p, const Padded& X) {
+const char* padded_off_plan(const Padded& X) {
     const std::size_t B = X.size(), T = X.steps();
     const auto& L = X.lengths();
     const auto& I = X.indices();
@@ -358,12 +358,11 @@ const char* padded_off_plan(const PlanData& p, const Padded& X) {
     for (std::size_t b = 1; b < B; ++b)
         if (L[b] == L[b - 1] && I[b] > I[b - 1])
             return "sequences of equal length in another order than to_padded's (the later one first)";
-    (void)p;
     return nullptr;
 }
 
 void check_padded_input(const PlanData& p, const Padded& X) {
-    if (const char* why = padded_off_plan(p, X))
+    if (const char* why = padded_off_plan(X))
         throw ShapeError("plan of " + p.model_name + ": takes a Padded as to_padded makes it, but this one has " +
                              why + " (the model's own predict / begin_update take it)",
                          "tenon-E101");

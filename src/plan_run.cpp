@@ -38,8 +38,9 @@ void LayerBoxes::clear() noexcept {
     }
 }
 
-void LayerBoxes::make(const PlanData& p) {
+char* LayerBoxes::make(const PlanData& p) {
     clear();
+    if (!p.box_bytes) return nullptr;
     const std::size_t words = p.box_bytes / sizeof(std::uint64_t);
     if (area_.size() != words) area_ = Array<std::uint64_t, dyn>({words}, Memory::host);  // (zeros)
     else std::memset(area_.data(), 0, p.box_bytes);
@@ -53,6 +54,7 @@ void LayerBoxes::make(const PlanData& p) {
         const DropBox drop = s.fns.drop_box;
         std::memcpy(&h[2], &drop, sizeof drop);
     }
+    return base;
 }
 
 CallState::CallState() = default;

@@ -325,7 +325,7 @@ void rows_to_steps(const Ctx& c, const float* rows, std::size_t n, float* steps,
 void padded_layout(const std::int32_t* lengths, std::size_t nseg, Ints1d& size_at_t, Ints1d& sorted, Ints1d& indices);
 // A Padded input the plan takes: to_padded's layout (else why not, as text); check_padded_input
 // throws that (tenon-E101).
-const char* padded_off_plan(const PlanData& p, const Padded& X);
+const char* padded_off_plan(const Padded& X);
 void check_padded_input(const PlanData& p, const Padded& X);
 
 // Where a stage's backward pass leaves the gradient of its product's output (dense,

@@ -48,19 +48,19 @@ struct seq_type<Padded> {
     using Array = Floats2d;
 };
 
-// What one training call keeps from its forward pass for its backprop.
 // The Backprops of the layer stages inside clone's copies (Stage::box): a host area from the
-// thread's block cache (no allocation after warm-up), each record's Backprop constructed in
-// place by a training forward and destroyed with the call's state (src/plan_run.cpp). The
-// records say how to destroy themselves, so the area outlives the plan safely.
+// thread's block cache, each record's Backprop constructed in place by a training forward and
+// destroyed with the call's state (src/plan_run.cpp). The records say how to destroy
+// themselves: destroying them needs no plan.
 class LayerBoxes {
 public:
     LayerBoxes() = default;
     ~LayerBoxes();
     LayerBoxes(LayerBoxes&&) noexcept;
     LayerBoxes& operator=(LayerBoxes&&) noexcept;
-    // Destroys what it held, then constructs every boxed stage's Backprop (default).
-    void make(const PlanData& p);
+    // Destroys what it held, then constructs every boxed stage's Backprop (default); returns
+    // the area (null where the plan has no boxed stage).
+    char* make(const PlanData& p);
     char* data() const noexcept { return reinterpret_cast<char*>(const_cast<std::uint64_t*>(area_.data())); }
 
 private:
@@ -68,6 +68,7 @@ private:
     Array<std::uint64_t, dyn> area_;
 };
 
+// What one training call keeps from its forward pass for its backprop.
 struct CallState {
     // (Special members out of line, src/plan_run.cpp: compiled once, not in every model's file.)
     CallState();
@@ -232,10 +233,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
         c.ws = st.ws.data();
         st.host = Array<std::uint64_t, dyn>({p.stages.size() * seq_host_words}, Memory::host);
         c.host = st.host.data();
-        if (p.box_bytes) {
-            st.boxes.make(p);
-            c.boxes = st.boxes.data();
-        }
+        c.boxes = st.boxes.make(p);
         Ints2d ids;
         seq_put_input(p, c, X, ids, st.in_cols);
         c.y = c.buf(p.bounds.back().act);
@@ -269,10 +267,7 @@ Out Runner<In, Out>::forward(const PlanData& p, const Ops& ops, const InView& X,
                 c.host = st.host.data();
                 break;
             }
-        if (p.box_bytes) {
-            st.boxes.make(p);
-            c.boxes = st.boxes.data();
-        }
+        c.boxes = st.boxes.make(p);
         c.x0 = st.x0;
         c.b1 = st.head_out.size() ? st.head_out.data() : nullptr;
         const std::size_t nO = p.bounds.back().width;
@@ -383,7 +378,7 @@ bool Runner<In, Out>::accepts(const PlanData& p, const InView& X) {
             for (const auto& a : X)
                 if (!ok(a)) return false;
         } else if constexpr (seq_type<In>::padded) {
-            if (padded_off_plan(p, X)) return false;
+            if (padded_off_plan(X)) return false;
             for (auto l : X.lengths()) rows += static_cast<std::size_t>(l);
             if (want != 0 && X.data().shape(2) != want) return false;
         } else {
